@@ -1,0 +1,238 @@
+"""GPU machine shapes of every cloud: GPU model, count, memory, MIG, RDMA fabric and NICs.
+
+Pure data plus lookups. Sources (checked 2026-11): AWS EC2 accelerated-computing instance pages and Karpenter's
+generated instance-type reference (EFA counts = ``vpc.amazonaws.com/efa``); Azure NC/ND-series size pages;
+Google Cloud GPU machine types (accelerator-optimized A2/A3/G2, N1 with attached GPUs); OCI GPU compute shapes.
+"""
+
+import difflib
+from dataclasses import dataclass, field
+
+CLOUDS = ("aws", "azure", "gcp", "oci", "existing")
+CLOUD_NAMES = {"aws": "AWS", "azure": "Azure", "gcp": "GCP", "oci": "OCI", "existing": "existing-cluster"}
+
+# RDMA fabrics a pool can carry.
+EFA = "efa"
+INFINIBAND = "infiniband"
+ROCE = "roce"
+GPUDIRECT_TCPX = "gpudirect-tcpx"
+GPUDIRECT_TCPXO = "gpudirect-tcpxo"
+GPUDIRECT_RDMA = "gpudirect-rdma"
+RDMA_FABRICS = (EFA, INFINIBAND, ROCE, GPUDIRECT_TCPX, GPUDIRECT_TCPXO, GPUDIRECT_RDMA)
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """An NVIDIA GPU model as the platform labels and partitions it."""
+
+    key: str
+    """Short lower-case name used in labels and PriorityClass names (``h100``, ``a100-80gb``)."""
+    display_name: str
+    memory_gib: int
+    mig_profiles: tuple[str, ...] = ()
+    """MIG profiles NVIDIA publishes for the model (``1g.10gb``...); empty when the GPU has no MIG."""
+
+    @property
+    def mig_capable(self) -> bool:
+        return bool(self.mig_profiles)
+
+
+GPU_MODELS: dict[str, GpuModel] = {
+    m.key: m
+    for m in (
+        GpuModel("t4", "NVIDIA T4", 16),
+        GpuModel("v100", "NVIDIA V100 16GB", 16),
+        GpuModel("v100-32gb", "NVIDIA V100 32GB", 32),
+        GpuModel("a10", "NVIDIA A10", 24),
+        GpuModel("a10g", "NVIDIA A10G", 24),
+        GpuModel("l4", "NVIDIA L4", 24),
+        GpuModel("l40s", "NVIDIA L40S", 48),
+        GpuModel("a100-40gb", "NVIDIA A100 40GB", 40, ("1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")),
+        GpuModel("a100-80gb", "NVIDIA A100 80GB", 80, ("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
+        GpuModel(
+            "h100", "NVIDIA H100 80GB", 80, ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+        ),
+        GpuModel(
+            "h100-nvl", "NVIDIA H100 NVL 94GB", 94, ("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb")
+        ),
+        GpuModel(
+            "h200", "NVIDIA H200 141GB", 141, ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")
+        ),
+        GpuModel(
+            "b200", "NVIDIA B200 180GB", 180, ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class MachineShape:
+    """One GPU machine type / VM size / shape of a cloud."""
+
+    cloud: str
+    name: str
+    gpu_model: str
+    """Key into :data:`GPU_MODELS`; empty for a GCP N1 type, whose GPUs are attached per pool."""
+    gpu_count: int
+    vcpus: int
+    memory_gib: int
+    rdma_fabric: str | None = None
+    """RDMA fabric the shape supports (None: no RDMA)."""
+    rdma_interfaces: int = 0
+    """RDMA NICs: EFA interfaces, InfiniBand HCAs, RoCE ports, or extra GPUDirect NICs on GCP."""
+    accelerator_type: str | None = None
+    """GCP accelerator type string (``nvidia-h100-80gb``) the machine type carries."""
+    attachable_accelerators: tuple[str, ...] = field(default=())
+    """GCP N1: accelerator types that may be attached; the pool names one and a count."""
+
+    @property
+    def gpu(self) -> GpuModel | None:
+        return GPU_MODELS.get(self.gpu_model)
+
+    @property
+    def mig_capable(self) -> bool:
+        return bool(self.gpu and self.gpu.mig_capable)
+
+    @property
+    def rdma_capable(self) -> bool:
+        return self.rdma_fabric is not None
+
+
+def _rows(cloud: str, gpu: str, rows, **extra) -> list[MachineShape]:
+    shapes = []
+    for row in rows:
+        name, count, vcpus, mem, *rest = row
+        fabric, nics = (rest + [None, 0])[:2] if rest else (None, 0)
+        shapes.append(MachineShape(cloud, name, gpu, count, vcpus, mem, fabric, nics, **extra))
+    return shapes
+
+
+_AWS = [
+    # (name, gpus, vCPUs, memory GiB, rdma fabric, EFA interfaces)
+    *_rows("aws", "t4", [
+        ("g4dn.xlarge", 1, 4, 16), ("g4dn.2xlarge", 1, 8, 32), ("g4dn.4xlarge", 1, 16, 64),
+        ("g4dn.8xlarge", 1, 32, 128, EFA, 1), ("g4dn.12xlarge", 4, 48, 192, EFA, 1),
+        ("g4dn.16xlarge", 1, 64, 256, EFA, 1), ("g4dn.metal", 8, 96, 384, EFA, 1),
+    ]),
+    *_rows("aws", "a10g", [
+        ("g5.xlarge", 1, 4, 16), ("g5.2xlarge", 1, 8, 32), ("g5.4xlarge", 1, 16, 64),
+        ("g5.8xlarge", 1, 32, 128, EFA, 1), ("g5.12xlarge", 4, 48, 192, EFA, 1),
+        ("g5.16xlarge", 1, 64, 256, EFA, 1), ("g5.24xlarge", 4, 96, 384, EFA, 1),
+        ("g5.48xlarge", 8, 192, 768, EFA, 1),
+    ]),
+    *_rows("aws", "l4", [
+        ("g6.xlarge", 1, 4, 16), ("g6.2xlarge", 1, 8, 32), ("g6.4xlarge", 1, 16, 64),
+        ("g6.8xlarge", 1, 32, 128, EFA, 1), ("g6.12xlarge", 4, 48, 192, EFA, 1),
+        ("g6.16xlarge", 1, 64, 256, EFA, 1), ("g6.24xlarge", 4, 96, 384, EFA, 1),
+        ("g6.48xlarge", 8, 192, 768, EFA, 1),
+    ]),
+    *_rows("aws", "l40s", [
+        ("g6e.xlarge", 1, 4, 32), ("g6e.2xlarge", 1, 8, 64), ("g6e.4xlarge", 1, 16, 128),
+        ("g6e.8xlarge", 1, 32, 256, EFA, 1), ("g6e.12xlarge", 4, 48, 384, EFA, 1),
+        ("g6e.16xlarge", 1, 64, 512, EFA, 1), ("g6e.24xlarge", 4, 96, 768, EFA, 2),
+        ("g6e.48xlarge", 8, 192, 1536, EFA, 4),
+    ]),
+    *_rows("aws", "a100-40gb", [("p4d.24xlarge", 8, 96, 1152, EFA, 4)]),
+    *_rows("aws", "a100-80gb", [("p4de.24xlarge", 8, 96, 1152, EFA, 4)]),
+    *_rows("aws", "h100", [("p5.4xlarge", 1, 16, 256, EFA, 1), ("p5.48xlarge", 8, 192, 2048, EFA, 32)]),
+    *_rows("aws", "h200", [("p5e.48xlarge", 8, 192, 2048, EFA, 32), ("p5en.48xlarge", 8, 192, 2048, EFA, 16)]),
+    *_rows("aws", "b200", [("p6-b200.48xlarge", 8, 192, 2048, EFA, 8)]),
+]
+
+_AZURE = [
+    *_rows("azure", "t4", [
+        ("Standard_NC4as_T4_v3", 1, 4, 28), ("Standard_NC8as_T4_v3", 1, 8, 56),
+        ("Standard_NC16as_T4_v3", 1, 16, 110), ("Standard_NC64as_T4_v3", 4, 64, 440),
+    ]),
+    *_rows("azure", "a100-80gb", [
+        ("Standard_NC24ads_A100_v4", 1, 24, 220), ("Standard_NC48ads_A100_v4", 2, 48, 440),
+        ("Standard_NC96ads_A100_v4", 4, 96, 880),
+        ("Standard_ND96amsr_A100_v4", 8, 96, 1900, INFINIBAND, 8),
+    ]),
+    *_rows("azure", "a100-40gb", [("Standard_ND96asr_v4", 8, 96, 900, INFINIBAND, 8)]),
+    *_rows("azure", "h100-nvl", [("Standard_NC40ads_H100_v5", 1, 40, 320), ("Standard_NC80adis_H100_v5", 2, 80, 640)]),
+    *_rows("azure", "h100", [("Standard_ND96isr_H100_v5", 8, 96, 1900, INFINIBAND, 8)]),
+    *_rows("azure", "h200", [("Standard_ND96isr_H200_v5", 8, 96, 1850, INFINIBAND, 8)]),
+]
+
+_GCP = [
+    *_rows("gcp", "l4", [
+        ("g2-standard-4", 1, 4, 16), ("g2-standard-8", 1, 8, 32), ("g2-standard-12", 1, 12, 48),
+        ("g2-standard-16", 1, 16, 64), ("g2-standard-24", 2, 24, 96), ("g2-standard-32", 1, 32, 128),
+        ("g2-standard-48", 4, 48, 192), ("g2-standard-96", 8, 96, 384),
+    ], accelerator_type="nvidia-l4"),
+    *_rows("gcp", "a100-40gb", [
+        ("a2-highgpu-1g", 1, 12, 85), ("a2-highgpu-2g", 2, 24, 170), ("a2-highgpu-4g", 4, 48, 340),
+        ("a2-highgpu-8g", 8, 96, 680), ("a2-megagpu-16g", 16, 96, 1360),
+    ], accelerator_type="nvidia-tesla-a100"),
+    *_rows("gcp", "a100-80gb", [
+        ("a2-ultragpu-1g", 1, 12, 170), ("a2-ultragpu-2g", 2, 24, 340), ("a2-ultragpu-4g", 4, 48, 680),
+        ("a2-ultragpu-8g", 8, 96, 1360),
+    ], accelerator_type="nvidia-a100-80gb"),
+    *_rows("gcp", "h100", [
+        ("a3-highgpu-1g", 1, 26, 234), ("a3-highgpu-2g", 2, 52, 468), ("a3-highgpu-4g", 4, 104, 936),
+        ("a3-highgpu-8g", 8, 208, 1872, GPUDIRECT_TCPX, 4),
+    ], accelerator_type="nvidia-h100-80gb"),
+    *_rows("gcp", "h100", [("a3-megagpu-8g", 8, 208, 1872, GPUDIRECT_TCPXO, 8)],
+           accelerator_type="nvidia-h100-mega-80gb"),
+    *_rows("gcp", "h200", [("a3-ultragpu-8g", 8, 224, 2952, GPUDIRECT_RDMA, 8)], accelerator_type="nvidia-h200-141gb"),
+    *_rows("gcp", "", [
+        ("n1-standard-4", 0, 4, 15), ("n1-standard-8", 0, 8, 30), ("n1-standard-16", 0, 16, 60),
+        ("n1-standard-32", 0, 32, 120), ("n1-highmem-8", 0, 8, 52), ("n1-highmem-16", 0, 16, 104),
+    ], attachable_accelerators=("nvidia-tesla-t4", "nvidia-tesla-v100")),
+]
+
+_OCI = [
+    *_rows("oci", "a10", [
+        ("VM.GPU.A10.1", 1, 30, 240), ("VM.GPU.A10.2", 2, 60, 480), ("BM.GPU.A10.4", 4, 128, 1024),
+    ]),
+    *_rows("oci", "a100-40gb", [("BM.GPU4.8", 8, 128, 2048, ROCE, 16)]),
+    *_rows("oci", "a100-80gb", [("BM.GPU.A100-v2.8", 8, 256, 2048, ROCE, 16)]),
+    *_rows("oci", "h100", [("BM.GPU.H100.8", 8, 224, 2048, ROCE, 16)]),
+    *_rows("oci", "h200", [("BM.GPU.H200.8", 8, 224, 3072, ROCE, 8)]),
+    *_rows("oci", "l40s", [("BM.GPU.L40S.4", 4, 224, 1024, ROCE, 4)]),
+    *_rows("oci", "b200", [("BM.GPU.B200.8", 8, 256, 4096, ROCE, 8)]),
+]
+
+SHAPES: dict[tuple[str, str], MachineShape] = {(s.cloud, s.name): s for s in (*_AWS, *_AZURE, *_GCP, *_OCI)}
+
+# GCP attachable accelerators (N1): GPU model and the counts GCP allows per VM.
+GCP_ATTACHABLE = {
+    "nvidia-tesla-t4": ("t4", (1, 2, 4)),
+    "nvidia-tesla-v100": ("v100", (1, 2, 4, 8)),
+}
+
+
+class UnknownShapeError(ValueError):
+    """An instance type that is not in the catalog; the message suggests the nearest names."""
+
+
+def shapes_of(cloud: str) -> list[MachineShape]:
+    """Every catalogued shape of one cloud, in catalog order."""
+    return [s for (c, _), s in SHAPES.items() if c == cloud]
+
+
+def nearest_names(cloud: str, name: str, limit: int = 3) -> list[str]:
+    """Catalogued names of ``cloud`` closest to ``name`` (for "did you mean" messages)."""
+    names = [s.name for s in shapes_of(cloud)]
+    by_case = {n.lower(): n for n in names}
+    return [by_case[m] for m in difflib.get_close_matches(name.lower(), list(by_case), n=limit, cutoff=0.6)]
+
+
+def cloud_of_shape(name: str) -> str | None:
+    """The cloud that catalogues ``name``, if any."""
+    return next((c for (c, n) in SHAPES if n == name), None)
+
+
+def find_shape(cloud: str, name: str) -> MachineShape:
+    """Look a shape up, raising :class:`UnknownShapeError` with suggestions when it is not catalogued."""
+    shape = SHAPES.get((cloud, name))
+    if shape is not None:
+        return shape
+    label = CLOUD_NAMES.get(cloud, cloud)
+    other = cloud_of_shape(name)
+    if other is not None:
+        raise UnknownShapeError(f"'{name}' is a {CLOUD_NAMES[other]} instance type, not a {label} one")
+    near = nearest_names(cloud, name)
+    hint = f"; did you mean '{near[0]}'?" if near else ""
+    raise UnknownShapeError(f"unknown {label} GPU instance type '{name}'{hint}")

@@ -1,0 +1,75 @@
+"""``gpu-platform``: the command line.
+
+``gpu-platform plan [STACK ...] [--config FILE] [--out DIR]`` plans stacks offline (see `gpu_platform.plan`).
+Exit codes: 0 planned and valid, 1 a manifest failed schema validation or the program failed, 2 bad
+configuration or usage. Errors are one line each; no traceback reaches the user.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional
+
+from .errors import ConfigError
+
+EXIT_OK, EXIT_INVALID, EXIT_CONFIG = 0, 1, 2
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from . import plan as planner
+
+    out_dir = Path(args.out)
+    try:
+        stacks = planner.resolve_stacks(args.stacks, Path(args.config) if args.config else None)
+        if not stacks:
+            raise ConfigError("", f"no Pulumi.<stack>.yaml in {planner.DEFAULT_STACKS_DIR}")
+        # Validate every configuration first: a bad stack writes nothing at all.
+        for stack, path in stacks.items():
+            planner.parse_config(planner.strip_namespace(planner.load_stack_file(path)), stack)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+    status = EXIT_OK
+    for stack, path in stacks.items():
+        try:
+            result = planner.plan_stack(stack, path)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_CONFIG
+        except Exception as err:  # noqa: BLE001 - one line per failing stack, never a traceback
+            print(f"error: {stack}: the program failed: {type(err).__name__}: {err}".splitlines()[0], file=sys.stderr)
+            status = EXIT_INVALID
+            continue
+        target = planner.write_plan(result, out_dir)
+        if getattr(args, "diagram", False):
+            from . import diagram
+
+            diagram.write_diagram(result, target)
+        print(planner.summary(result))
+        print(f"  wrote {target / 'plan.json'} and {target / 'manifests.yaml'}")
+        if result.errors:
+            status = EXIT_INVALID
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpu-platform", description="GPU Kubernetes platform tooling")
+    sub = parser.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan", help="plan stacks offline: plan.json, manifests.yaml, summary, validation")
+    plan.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to plan (default: every stacks/Pulumi.*.yaml)")
+    plan.add_argument("--config", metavar="FILE", help="plan this one stack file instead")
+    plan.add_argument("--out", metavar="DIR", default="build/plan", help="output directory (default: build/plan)")
+    plan.add_argument("--diagram", action="store_true", help="also write diagram.mmd and diagram.svg per stack")
+    plan.set_defaults(func=_plan)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point of the ``gpu-platform`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

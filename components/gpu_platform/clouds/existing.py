@@ -1,0 +1,82 @@
+"""An existing cluster (on-prem, bare metal, any distribution): reached by kubeconfig, pools by node patches."""
+
+import os
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..config import PlatformConfig
+from ..pools import GpuPool, GpuPoolSpec
+from .handle import ClusterHandle
+
+
+class ExistingGpuNodesArgs(TypedDict, total=False):
+    """Arguments of `ExistingGpuNodes`."""
+
+    pool: GpuPoolSpec
+    """The pool the nodes form."""
+    nodes: list[str]
+    """Names of the nodes to label and taint."""
+
+
+class ExistingGpuNodes(pulumi.ComponentResource):
+    """Labels and taints existing nodes as one GPU pool (server-side-apply node patches)."""
+
+    node_names: pulumi.Output[list[str]]
+
+    def __init__(self, name: str, args: ExistingGpuNodesArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:ExistingGpuNodes", name, {}, opts)
+        pool = GpuPool.from_spec(args["pool"])
+        self.patches = [
+            k8s.core.v1.NodePatch(
+                f"{name}-{node}",
+                metadata={"name": node, "labels": pool.labels,
+                          "annotations": {"pulumi.com/patchForce": "true"}},
+                spec={"taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for node in args.get("nodes", [])
+        ]
+        self.node_names = pulumi.Output.from_input(list(args.get("nodes", [])))
+        self.register_outputs({"node_names": self.node_names})
+
+
+def _kubeconfig_text(value: Optional[str]) -> Optional[str]:
+    """Kubeconfig content from a path or inline text; None means the ambient kubeconfig."""
+    if value is None:
+        return None
+    if "\n" not in value and os.path.exists(os.path.expanduser(value)):
+        with open(os.path.expanduser(value), encoding="utf-8") as fh:
+            return fh.read()
+    return value
+
+
+def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
+    """Provider for the existing cluster plus node patches that turn its GPU nodes into pools."""
+    options = config.cluster_options
+    kubeconfig = _kubeconfig_text(options.kubeconfig)
+    provider = k8s.Provider(
+        f"{name}-k8s",
+        kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig else None,
+        context=options.context,
+        enable_server_side_apply=True,
+        opts=opts,
+    )
+    pools, ready = [], []
+    for pool_config, pool in zip(config.node_pools, config.gpu_pools()):
+        nodes = list(pool_config.cloud_options.nodes)
+        pools.append(pool)
+        if nodes:
+            ready.append(ExistingGpuNodes(
+                f"{name}-{pool.name}", {"pool": pool.spec(), "nodes": nodes},
+                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"kubernetes": provider})),
+            ))
+    return ClusterHandle(
+        cloud="existing",
+        cluster_name=options.context or name,
+        kubeconfig=pulumi.Output.secret(kubeconfig or ""),
+        provider=provider,
+        pools=pools,
+        ready=ready,
+    )

@@ -1,0 +1,694 @@
+"""Typed stack configuration (namespace ``gpu-platform``), validated with field-path errors.
+
+`parse_config(raw, stack)` turns the stack's configuration (the ``gpu-platform:`` keys of
+``Pulumi.<stack>.yaml`` with the namespace stripped) into a `PlatformConfig`, or raises one `ConfigError`
+``<stack>: <path>: <problem>``. Nothing here touches the engine, so every rule is a plain unit test.
+
+Only ``cloud``, ``region`` (``compartmentId`` on OCI) and ``nodePools`` are required; every other key has a
+default documented on its field. Cloud-specific keys are parsed by ``clouds/<cloud>_options.py`` (pure
+modules without cloud SDK imports), so each cloud owns its own settings and rules.
+"""
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import catalog, labels
+from .errors import ConfigError, did_you_mean, one_of
+from .labels import Taint
+from .pools import SHARING_MODES, GpuPool, Sharing
+
+NAMESPACE = "gpu-platform"
+DEFAULT_KUBERNETES_VERSION = "1.34"
+GPU_SOFTWARE = ("operator", "device-plugin", "cloud-managed")
+# What each cloud's own documentation recommends (DESIGN, research notes k8s_layer §1.1):
+# EKS NVIDIA AMIs carry driver + toolkit but no device plugin; AKS likewise; GKE installs driver and plugin;
+# OKE GPU images carry the driver and OKE runs its NVIDIA device plugin; bare clusters need the full operator.
+DEFAULT_GPU_SOFTWARE = {
+    "aws": "device-plugin",
+    "azure": "device-plugin",
+    "gcp": "cloud-managed",
+    "oci": "cloud-managed",
+    "existing": "operator",
+}
+POOL_ROLES = ("general", "inference", "training")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+KUBERNETES_VERSION = re.compile(r"^1\.(2[5-9]|3[0-9])$")
+SECRET_PLACEHOLDER = "[secret]"
+
+
+class Secret(str):
+    """A configuration value that came from a ``secure:`` entry; its text is never the plaintext offline."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Typed configuration
+
+
+@dataclass(frozen=True)
+class NodePoolConfig:
+    """One entry of ``nodePools``."""
+
+    name: str
+    """DNS label, unique in the stack."""
+    instance_type: str
+    """Machine type / VM size / shape; must be in the catalog for the cloud."""
+    min_nodes: int = 0
+    """Minimum nodes (0 lets the autoscaler scale the pool to zero)."""
+    max_nodes: int = 1
+    """Maximum nodes (>= 1, >= minNodes)."""
+    desired_nodes: Optional[int] = None
+    """Initial size; ignored after creation. Default: minNodes."""
+    rdma: bool = False
+    """Attach the shape's RDMA fabric (EFA, InfiniBand, RoCEv2, GPUDirect); only on RDMA-capable shapes."""
+    spot: bool = False
+    """Spot / preemptible capacity."""
+    sharing: Sharing = field(default_factory=Sharing)
+    """GPU sharing: ``{mode: exclusive|time-slicing|mps|mig, replicas, profile}``."""
+    role: str = "general"
+    """``inference``, ``training`` or ``general``: where the reference workloads are placed."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Extra node labels."""
+    taints: tuple[Taint, ...] = ()
+    """Extra taints (``key=value:Effect`` strings or ``{key, value, effect}``), on top of the GPU taint."""
+    zones: tuple[str, ...] = ()
+    """Zones / availability domains to place nodes in (default: the cloud layer's choice)."""
+    gpu_model: str = ""
+    """GPU model key; derived from the shape except for GCP N1 and existing clusters."""
+    gpus_per_node: int = 0
+    """GPUs per node; derived from the shape except for GCP N1 and existing clusters."""
+    accelerator: str = ""
+    """GCP N1 only: the accelerator type attached (``nvidia-tesla-t4``, ``nvidia-tesla-v100``)."""
+    cloud_options: Any = None
+    """The cloud's own pool settings, parsed by ``clouds/<cloud>_options.py``."""
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    """One entry of ``teams``: a namespace with a GPU quota and a Kueue queue."""
+
+    name: str
+    """DNS label, unique; also the namespace name."""
+    gpu_quota: int
+    """GPUs (``nvidia.com/gpu``) the team may request, >= 0."""
+    cpu_quota: int
+    """CPU cores the team may request. Default: 8 per GPU, at least 4."""
+    memory_quota_gib: int
+    """Memory (GiB) the team may request. Default: 64 per GPU, at least 16."""
+    group: str
+    """Identity-provider group bound to the team's edit role. Default: the team name."""
+    borrowing_limit: Optional[int] = None
+    """GPUs the team may borrow from the cohort (None: unlimited)."""
+    lending_limit: Optional[int] = None
+    """GPUs of the team's quota the cohort may borrow (None: all)."""
+
+
+@dataclass(frozen=True)
+class MonitoringConfig:
+    """``monitoring``: kube-prometheus-stack, Grafana, DCGM dashboards and alerts."""
+
+    enabled: bool = True
+    retention: str = "15d"
+    """Prometheus retention."""
+    storage_size: str = "50Gi"
+    """Prometheus PVC size."""
+    grafana_admin_password: Optional[Secret] = None
+    """Grafana admin password (a secret); generated when absent."""
+
+
+@dataclass(frozen=True)
+class SchedulingConfig:
+    """``scheduling``: PriorityClasses and Kueue."""
+
+    kueue: bool = True
+    """Install Kueue and build flavors, cohort and queues."""
+    per_gpu_priority_classes: bool = False
+    """Also create ``high-priority-<gpu>`` / ``medium-priority-<gpu>`` classes per GPU model."""
+    default_priority_class: Optional[str] = None
+    """Tier made the cluster's global default (None: no global default)."""
+
+
+@dataclass(frozen=True)
+class InferenceConfig:
+    """``inference``: the reference sentiment-analysis service."""
+
+    enabled: bool = True
+    pool: Optional[str] = None
+    """Pool to run on (default: the first ``role: inference`` pool, else the first non-RDMA pool)."""
+    replicas: int = 1
+    """Minimum replicas."""
+    max_replicas: int = 4
+    """Maximum replicas for the autoscaler."""
+    image: str = "ghcr.io/gpu-platform/sentiment-inference:0.1.0"
+    """Container image of the app."""
+    namespace: str = "inference"
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """``optimizer``: the GPU utilisation optimizer CronJob."""
+
+    enabled: bool = True
+    action: str = "report"
+    """``report``, ``annotate``, ``scale-down`` or ``recommend``."""
+    schedule: str = "*/30 * * * *"
+    utilization_threshold: float = 10.0
+    """GPU utilisation (%) under which an allocation counts as idle."""
+    dry_run: bool = True
+
+
+@dataclass(frozen=True)
+class AutoscalingConfig:
+    """``autoscaling``: node autoscaler and workload autoscalers."""
+
+    autoscaler: str = ""
+    """AWS: ``karpenter`` or ``cluster-autoscaler`` (default). Other clouds use their built-in autoscaler."""
+    vpa: bool = True
+    """Install the Vertical Pod Autoscaler (recommendation mode for training workloads)."""
+
+
+@dataclass(frozen=True)
+class PlatformConfig:
+    """A whole environment: the parsed ``gpu-platform`` configuration of one stack."""
+
+    stack: str
+    cloud: str
+    region: str
+    node_pools: tuple[NodePoolConfig, ...]
+    compartment_id: str = ""
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    gpu_software: str = "operator"
+    teams: tuple[TeamConfig, ...] = ()
+    monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
+    scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
+    inference: InferenceConfig = field(default_factory=InferenceConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    autoscaling: AutoscalingConfig = field(default_factory=AutoscalingConfig)
+    cluster_options: Any = None
+    """The cloud's own cluster settings, parsed by ``clouds/<cloud>_options.py``."""
+
+    def gpu_pools(self) -> list[GpuPool]:
+        """The `GpuPool` each node pool publishes (cloud layers may add cloud facts on top)."""
+        return [gpu_pool(self, p) for p in self.node_pools]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Field readers: each raises ConfigError with the field's path.
+
+
+def join(path: str, key: str | int) -> str:
+    """``nodePools`` + 1 -> ``nodePools[1]``; ``nodePools[1]`` + ``name`` -> ``nodePools[1].name``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def check_keys(raw: Mapping, allowed: set[str], path: str) -> None:
+    """Reject keys a section does not know, suggesting the closest known one."""
+    for key in raw:
+        if key not in allowed:
+            raise ConfigError(join(path, key), f"unknown key{did_you_mean(key, sorted(allowed))}")
+
+
+def as_mapping(value: Any, path: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def read_str(raw: Mapping, key: str, path: str, default: Optional[str] = None, required: bool = False) -> Any:
+    if key not in raw or raw[key] is None:
+        if required:
+            raise ConfigError(join(path, key), "is required")
+        return default
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(join(path, key), f"must be a string, got {type(value).__name__}")
+    return value if isinstance(value, Secret) else str(value)
+
+
+def read_int(raw: Mapping, key: str, path: str, default: Optional[int] = None, minimum: Optional[int] = None,
+             required: bool = False) -> Any:
+    if key not in raw or raw[key] is None:
+        if required:
+            raise ConfigError(join(path, key), "is required")
+        return default
+    value = raw[key]
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(join(path, key), f"must be an integer, got {raw[key]!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(join(path, key), f"must be >= {minimum}, got {value}")
+    return value
+
+
+def read_float(raw: Mapping, key: str, path: str, default: float, minimum: float = 0.0,
+               maximum: Optional[float] = None) -> float:
+    if key not in raw or raw[key] is None:
+        return default
+    value = raw[key]
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(join(path, key), f"must be a number, got {value!r}") from None
+    if number < minimum or (maximum is not None and number > maximum):
+        bound = f"between {minimum:g} and {maximum:g}" if maximum is not None else f">= {minimum:g}"
+        raise ConfigError(join(path, key), f"must be {bound}, got {number:g}")
+    return number
+
+
+def read_bool(raw: Mapping, key: str, path: str, default: bool = False) -> bool:
+    if key not in raw or raw[key] is None:
+        return default
+    value = raw[key]
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if not isinstance(value, bool):
+        raise ConfigError(join(path, key), f"must be true or false, got {value!r}")
+    return value
+
+
+def read_enum(raw: Mapping, key: str, path: str, choices: tuple[str, ...], default: Optional[str] = None,
+              required: bool = False) -> Any:
+    value = read_str(raw, key, path, default, required)
+    if value is not None and value not in choices:
+        raise ConfigError(join(path, key), one_of(value, choices))
+    return value
+
+
+def read_list(raw: Mapping, key: str, path: str, required: bool = False, non_empty: bool = False) -> list:
+    if key not in raw or raw[key] is None:
+        if required:
+            raise ConfigError(join(path, key), "is required")
+        return []
+    value = raw[key]
+    if not isinstance(value, list):
+        raise ConfigError(join(path, key), f"must be a list, got {type(value).__name__}")
+    if non_empty and not value:
+        raise ConfigError(join(path, key), "must have at least one entry")
+    return value
+
+
+def read_string_map(raw: Mapping, key: str, path: str) -> dict[str, str]:
+    if key not in raw or raw[key] is None:
+        return {}
+    value = as_mapping(raw[key], join(path, key))
+    out = {}
+    for k, v in value.items():
+        if isinstance(v, (dict, list)) or v is None:
+            raise ConfigError(join(join(path, key), str(k)), "must be a string")
+        out[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+    return out
+
+
+def read_dns_label(raw: Mapping, key: str, path: str) -> str:
+    value = read_str(raw, key, path, required=True)
+    if not DNS_LABEL.match(value):
+        raise ConfigError(join(path, key), f"'{value}' is not a DNS label (lower-case letters, digits and '-', "
+                                            "starting and ending with a letter or digit, at most 63 characters)")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sections
+
+
+def parse_taint(value: Any, path: str) -> labels.Taint:
+    """A taint from ``key=value:Effect`` or ``{key, value, effect}``."""
+    if isinstance(value, str):
+        match = re.fullmatch(r"([^=:\s]+)(?:=([^:\s]*))?:(\w+)", value)
+        if not match:
+            raise ConfigError(path, f"'{value}' is not a taint of the form key=value:Effect")
+        key, val, effect = match.group(1), match.group(2) or "", match.group(3)
+    else:
+        raw = as_mapping(value, path)
+        check_keys(raw, {"key", "value", "effect"}, path)
+        key = read_str(raw, "key", path, required=True)
+        val = read_str(raw, "value", path, "")
+        effect = read_str(raw, "effect", path, "NoSchedule")
+    if effect not in labels.TAINT_EFFECTS:
+        raise ConfigError(path, f"taint effect {one_of(effect, labels.TAINT_EFFECTS)}")
+    return labels.Taint(key, val, effect)
+
+
+def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel], shape_name: str) -> Sharing:
+    if "sharing" not in raw_pool or raw_pool["sharing"] is None:
+        return Sharing()
+    spath = join(path, "sharing")
+    raw = as_mapping(raw_pool["sharing"], spath)
+    check_keys(raw, {"mode", "replicas", "profile"}, spath)
+    mode = read_enum(raw, "mode", spath, SHARING_MODES, "exclusive")
+    if mode in ("time-slicing", "mps"):
+        replicas = read_int(raw, "replicas", spath, required=True)
+        if replicas < 2:
+            raise ConfigError(join(spath, "replicas"), f"{mode} needs at least 2 replicas per GPU, got {replicas}")
+        if "profile" in raw:
+            raise ConfigError(join(spath, "profile"), f"a MIG profile does not apply to {mode}")
+        return Sharing(mode, replicas)
+    if mode == "mig":
+        model = gpu.display_name if gpu else "this GPU"
+        if gpu is None or not gpu.mig_capable:
+            raise ConfigError(join(spath, "mode"), f"mig needs a MIG-capable GPU; {model} on '{shape_name}' has no MIG")
+        profile = read_str(raw, "profile", spath, required=True)
+        if profile not in gpu.mig_profiles:
+            raise ConfigError(join(spath, "profile"), f"{gpu.display_name} MIG profile {one_of(profile, gpu.mig_profiles)}")
+        if "replicas" in raw:
+            raise ConfigError(join(spath, "replicas"), "replicas applies to time-slicing and mps only")
+        return Sharing("mig", 1, profile)
+    if "replicas" in raw or "profile" in raw:
+        raise ConfigError(spath, "exclusive GPUs take no replicas or profile")
+    return Sharing()
+
+
+POOL_KEYS = {
+    "name", "instanceType", "minNodes", "maxNodes", "desiredNodes", "rdma", "spot", "sharing", "role",
+    "labels", "taints", "zones", "gpuModel", "gpusPerNode", "accelerator",
+}
+
+
+def _pool_hardware(raw: Mapping, path: str, cloud: str) -> tuple[str, Optional[catalog.MachineShape], str, int, str]:
+    """(instance type, catalog shape, GPU model key, GPUs per node, GCP accelerator) of a pool."""
+    if cloud == "existing":
+        instance_type = read_str(raw, "instanceType", path, "")
+        gpu_model = read_enum(raw, "gpuModel", path, tuple(catalog.GPU_MODELS), required=True)
+        gpus = read_int(raw, "gpusPerNode", path, minimum=1, required=True)
+        return instance_type, None, gpu_model, gpus, ""
+    instance_type = read_str(raw, "instanceType", path, required=True)
+    try:
+        shape = catalog.find_shape(cloud, instance_type)
+    except catalog.UnknownShapeError as err:
+        raise ConfigError(join(path, "instanceType"), str(err)) from None
+    for key in ("gpuModel", "gpusPerNode"):
+        if key in raw:
+            raise ConfigError(join(path, key), f"is derived from instanceType '{instance_type}'; remove it")
+    if not shape.attachable_accelerators:
+        if "accelerator" in raw:
+            raise ConfigError(join(path, "accelerator"),
+                              f"'{instance_type}' carries its own GPUs; accelerator is only for GCP N1 machine types")
+        return instance_type, shape, shape.gpu_model, shape.gpu_count, shape.accelerator_type or ""
+    accelerator = read_enum(raw, "accelerator", path, shape.attachable_accelerators, required=True)
+    model, counts = catalog.GCP_ATTACHABLE[accelerator]
+    count = read_int(raw, "gpuCount", path, 1) if "gpuCount" in raw else 1
+    if count not in counts:
+        raise ConfigError(join(path, "gpuCount"), f"{accelerator} attaches {counts} GPUs per VM, not {count}")
+    return instance_type, shape, model, count, accelerator
+
+
+def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) -> NodePoolConfig:
+    raw = as_mapping(raw_value, path)
+    extra_keys = set(getattr(options_module, "POOL_KEYS", set()))
+    allowed = POOL_KEYS | extra_keys | ({"gpuCount"} if cloud == "gcp" else set())
+    name = read_dns_label(raw, "name", path)
+    check_keys(raw, allowed, path)
+    instance_type, shape, gpu_model, gpus, accelerator = _pool_hardware(raw, path, cloud)
+    gpu = catalog.GPU_MODELS.get(gpu_model)
+    min_nodes = read_int(raw, "minNodes", path, 0, minimum=0)
+    max_nodes = read_int(raw, "maxNodes", path, max(1, min_nodes))
+    if max_nodes < 1:
+        raise ConfigError(join(path, "maxNodes"), f"must be >= 1, got {max_nodes}")
+    if min_nodes > max_nodes:
+        raise ConfigError(join(path, "minNodes"), f"minNodes ({min_nodes}) is greater than maxNodes ({max_nodes})")
+    desired = read_int(raw, "desiredNodes", path, None, minimum=0)
+    if desired is not None and not min_nodes <= desired <= max_nodes:
+        raise ConfigError(join(path, "desiredNodes"), f"must be between minNodes ({min_nodes}) and maxNodes ({max_nodes})")
+    rdma = read_bool(raw, "rdma", path)
+    if rdma and cloud != "existing" and not (shape and shape.rdma_capable):
+        raise ConfigError(join(path, "rdma"), f"'{instance_type}' has no RDMA fabric; "
+                                              f"RDMA-capable {catalog.CLOUD_NAMES[cloud]} shapes: "
+                                              + ", ".join(s.name for s in catalog.shapes_of(cloud) if s.rdma_capable and s.gpu_count >= 8))
+    pool = NodePoolConfig(
+        name=name,
+        instance_type=instance_type,
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        desired_nodes=desired,
+        rdma=rdma,
+        spot=read_bool(raw, "spot", path),
+        sharing=parse_sharing(raw, path, gpu, instance_type or gpu_model),
+        role=read_enum(raw, "role", path, POOL_ROLES, "general"),
+        labels=tuple(sorted(read_string_map(raw, "labels", path).items())),
+        taints=tuple(parse_taint(t, join(join(path, "taints"), i)) for i, t in enumerate(read_list(raw, "taints", path))),
+        zones=tuple(str(z) for z in read_list(raw, "zones", path)),
+        gpu_model=gpu_model,
+        gpus_per_node=gpus,
+        accelerator=accelerator,
+    )
+    for key, _ in pool.labels:
+        if key.startswith(labels.DOMAIN + "/"):
+            raise ConfigError(join(join(path, "labels"), key), f"keys under {labels.DOMAIN}/ are set by the platform")
+    parse_pool = getattr(options_module, "parse_pool_options", None)
+    if parse_pool is not None:
+        pool = _replace(pool, cloud_options=parse_pool(raw, path, pool, shape))
+    return pool
+
+
+def _replace(obj, **changes):
+    from dataclasses import replace
+
+    return replace(obj, **changes)
+
+
+def parse_team(raw_value: Any, path: str) -> TeamConfig:
+    raw = as_mapping(raw_value, path)
+    check_keys(raw, {"name", "gpuQuota", "cpuQuota", "memoryQuotaGi", "group", "borrowingLimit", "lendingLimit"}, path)
+    name = read_dns_label(raw, "name", path)
+    gpu_quota = read_int(raw, "gpuQuota", path, 0, minimum=0)
+    lending = read_int(raw, "lendingLimit", path, None, minimum=0)
+    if lending is not None and lending > gpu_quota:
+        raise ConfigError(join(path, "lendingLimit"), f"cannot exceed gpuQuota ({gpu_quota}), got {lending}")
+    return TeamConfig(
+        name=name,
+        gpu_quota=gpu_quota,
+        cpu_quota=read_int(raw, "cpuQuota", path, max(4, 8 * gpu_quota), minimum=0),
+        memory_quota_gib=read_int(raw, "memoryQuotaGi", path, max(16, 64 * gpu_quota), minimum=0),
+        group=read_str(raw, "group", path, name),
+        borrowing_limit=read_int(raw, "borrowingLimit", path, None, minimum=0),
+        lending_limit=lending,
+    )
+
+
+def _section(raw: Mapping, key: str) -> Mapping:
+    value = raw.get(key)
+    return {} if value is None else as_mapping(value, key)
+
+
+def parse_monitoring(raw: Mapping) -> MonitoringConfig:
+    sec, path = _section(raw, "monitoring"), "monitoring"
+    check_keys(sec, {"enabled", "retention", "storageSize", "grafanaAdminPassword"}, path)
+    retention = read_str(sec, "retention", path, "15d")
+    if not re.fullmatch(r"\d+(ms|s|m|h|d|w|y)", retention):
+        raise ConfigError(join(path, "retention"), f"'{retention}' is not a Prometheus duration such as 15d")
+    storage = read_str(sec, "storageSize", path, "50Gi")
+    if not re.fullmatch(r"\d+(Ki|Mi|Gi|Ti)", storage):
+        raise ConfigError(join(path, "storageSize"), f"'{storage}' is not a storage quantity such as 50Gi")
+    password = sec.get("grafanaAdminPassword")
+    return MonitoringConfig(
+        enabled=read_bool(sec, "enabled", path, True),
+        retention=retention,
+        storage_size=storage,
+        grafana_admin_password=Secret(password) if password is not None else None,
+    )
+
+
+def parse_scheduling(raw: Mapping) -> SchedulingConfig:
+    sec, path = _section(raw, "scheduling"), "scheduling"
+    check_keys(sec, {"kueue", "perGpuPriorityClasses", "defaultPriorityClass"}, path)
+    return SchedulingConfig(
+        kueue=read_bool(sec, "kueue", path, True),
+        per_gpu_priority_classes=read_bool(sec, "perGpuPriorityClasses", path, False),
+        default_priority_class=read_str(sec, "defaultPriorityClass", path, None),
+    )
+
+
+def parse_inference(raw: Mapping, pool_names: list[str]) -> InferenceConfig:
+    sec, path = _section(raw, "inference"), "inference"
+    check_keys(sec, {"enabled", "pool", "replicas", "maxReplicas", "image", "namespace"}, path)
+    pool = read_str(sec, "pool", path, None)
+    if pool is not None and pool not in pool_names:
+        raise ConfigError(join(path, "pool"), f"no node pool named '{pool}'{did_you_mean(pool, pool_names)}")
+    replicas = read_int(sec, "replicas", path, 1, minimum=1)
+    max_replicas = read_int(sec, "maxReplicas", path, max(4, replicas), minimum=1)
+    if max_replicas < replicas:
+        raise ConfigError(join(path, "maxReplicas"), f"must be >= replicas ({replicas}), got {max_replicas}")
+    namespace = read_str(sec, "namespace", path, "inference")
+    if not DNS_LABEL.match(namespace):
+        raise ConfigError(join(path, "namespace"), f"'{namespace}' is not a DNS label")
+    return InferenceConfig(
+        enabled=read_bool(sec, "enabled", path, True),
+        pool=pool,
+        replicas=replicas,
+        max_replicas=max_replicas,
+        image=read_str(sec, "image", path, InferenceConfig.image),
+        namespace=namespace,
+    )
+
+
+OPTIMIZER_ACTIONS = ("report", "annotate", "scale-down", "recommend")
+
+
+def parse_optimizer(raw: Mapping) -> OptimizerConfig:
+    sec, path = _section(raw, "optimizer"), "optimizer"
+    check_keys(sec, {"enabled", "action", "schedule", "utilizationThreshold", "dryRun"}, path)
+    schedule = read_str(sec, "schedule", path, OptimizerConfig.schedule)
+    if len(schedule.split()) != 5:
+        raise ConfigError(join(path, "schedule"), f"'{schedule}' is not a five-field cron schedule")
+    return OptimizerConfig(
+        enabled=read_bool(sec, "enabled", path, True),
+        action=read_enum(sec, "action", path, OPTIMIZER_ACTIONS, "report"),
+        schedule=schedule,
+        utilization_threshold=read_float(sec, "utilizationThreshold", path, 10.0, 0.0, 100.0),
+        dry_run=read_bool(sec, "dryRun", path, True),
+    )
+
+
+AUTOSCALERS = {"aws": ("cluster-autoscaler", "karpenter")}
+
+
+def parse_autoscaling(raw: Mapping, cloud: str) -> AutoscalingConfig:
+    sec, path = _section(raw, "autoscaling"), "autoscaling"
+    check_keys(sec, {"autoscaler", "vpa"}, path)
+    choices = AUTOSCALERS.get(cloud, ("built-in",))
+    return AutoscalingConfig(
+        autoscaler=read_enum(sec, "autoscaler", path, choices, choices[0]),
+        vpa=read_bool(sec, "vpa", path, True),
+    )
+
+
+TOP_LEVEL_KEYS = {
+    "cloud", "region", "compartmentId", "kubernetesVersion", "gpuSoftware", "nodePools", "teams",
+    "monitoring", "scheduling", "inference", "optimizer", "autoscaling",
+}
+
+
+def options_module(cloud: str):
+    """The pure options module of a cloud (``clouds/<cloud>_options.py``)."""
+    return importlib.import_module(f"gpu_platform.clouds.{cloud}_options")
+
+
+def _unique(names: list[str], path: str, what: str) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ConfigError(join(join(path, i), "name"), f"duplicate {what} name '{name}' (also {path}[{seen[name]}])")
+        seen[name] = i
+
+
+def _parse(raw: Mapping, stack: str) -> PlatformConfig:
+    cloud = read_str(raw, "cloud", "", required=True)
+    if cloud not in catalog.CLOUDS:
+        raise ConfigError("cloud", one_of(cloud, catalog.CLOUDS))
+    options = options_module(cloud)
+    check_keys(raw, TOP_LEVEL_KEYS | set(getattr(options, "CLUSTER_KEYS", set())), "")
+    region = read_str(raw, "region", "", "", required=cloud != "existing")
+    compartment = read_str(raw, "compartmentId", "", "", required=cloud == "oci")
+    if compartment and not compartment.startswith("ocid1.compartment.") and not compartment.startswith("ocid1.tenancy."):
+        raise ConfigError("compartmentId", f"'{compartment}' is not a compartment OCID (ocid1.compartment...)")
+    version = read_str(raw, "kubernetesVersion", "", DEFAULT_KUBERNETES_VERSION)
+    if not KUBERNETES_VERSION.match(version):
+        raise ConfigError("kubernetesVersion", f"'{version}' is not a Kubernetes minor version such as 1.34")
+    gpu_software = read_enum(raw, "gpuSoftware", "", GPU_SOFTWARE, DEFAULT_GPU_SOFTWARE[cloud])
+    raw_pools = read_list(raw, "nodePools", "", required=True, non_empty=True)
+    pools = [parse_node_pool(p, join("nodePools", i), cloud, options) for i, p in enumerate(raw_pools)]
+    _unique([p.name for p in pools], "nodePools", "pool")
+    teams = [parse_team(t, join("teams", i)) for i, t in enumerate(read_list(raw, "teams", ""))]
+    _unique([t.name for t in teams], "teams", "team")
+    config = PlatformConfig(
+        stack=stack,
+        cloud=cloud,
+        region=region,
+        node_pools=tuple(pools),
+        compartment_id=compartment,
+        kubernetes_version=version,
+        gpu_software=gpu_software,
+        teams=tuple(teams),
+        monitoring=parse_monitoring(raw),
+        scheduling=parse_scheduling(raw),
+        inference=parse_inference(raw, [p.name for p in pools]),
+        optimizer=parse_optimizer(raw),
+        autoscaling=parse_autoscaling(raw, cloud),
+    )
+    _check_software(config)
+    parse_cluster = getattr(options, "parse_cluster_options", None)
+    if parse_cluster is not None:
+        config = _replace(config, cluster_options=parse_cluster(raw, config))
+    return config
+
+
+def _check_software(config: PlatformConfig) -> None:
+    """Sharing modes the chosen GPU software can actually deliver on this cloud."""
+    for i, pool in enumerate(config.node_pools):
+        mode = pool.sharing.mode
+        if config.gpu_software == "cloud-managed" and mode in ("time-slicing", "mps") and config.cloud != "gcp":
+            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
+                              f"{mode} with gpuSoftware 'cloud-managed' is only possible on GKE; "
+                              "use gpuSoftware 'device-plugin' or 'operator'")
+        if config.gpu_software == "cloud-managed" and mode == "mig" and config.cloud not in ("gcp", "azure"):
+            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
+                              "mig with gpuSoftware 'cloud-managed' is only possible on GKE and AKS; use 'operator'")
+
+
+def parse_config(raw: Mapping, stack: str) -> PlatformConfig:
+    """Validate a stack's ``gpu-platform`` configuration; raise one `ConfigError` naming the stack and path."""
+    try:
+        return _parse(as_mapping(raw, ""), stack)
+    except ConfigError as err:
+        raise err.for_stack(stack) from None
+
+
+def gpu_pool(config: PlatformConfig, pool: NodePoolConfig) -> GpuPool:
+    """The `GpuPool` a configured node pool publishes."""
+    shape = catalog.SHAPES.get((config.cloud, pool.instance_type))
+    gpu = catalog.GPU_MODELS[pool.gpu_model]
+    fabric = None
+    if pool.rdma:
+        fabric = shape.rdma_fabric if shape else getattr(pool.cloud_options, "rdma_fabric", catalog.INFINIBAND)
+    extra = (labels.AKS_SPOT_TAINT,) if pool.spot and config.cloud == "azure" else ()
+    return GpuPool(
+        name=pool.name,
+        cloud=config.cloud,
+        instance_type=pool.instance_type,
+        gpu_model=pool.gpu_model,
+        gpus_per_node=pool.gpus_per_node,
+        gpu_memory_gib=gpu.memory_gib,
+        min_nodes=pool.min_nodes,
+        max_nodes=pool.max_nodes,
+        vcpus_per_node=shape.vcpus if shape else 0,
+        memory_gib_per_node=shape.memory_gib if shape else 0,
+        sharing=pool.sharing,
+        rdma_fabric=fabric,
+        rdma_interfaces=(shape.rdma_interfaces if shape else getattr(pool.cloud_options, "rdma_interfaces", 1))
+        if fabric else 0,
+        spot=pool.spot,
+        user_labels=pool.labels,
+        user_taints=pool.taints,
+        extra_taints=extra,
+        role=pool.role,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading configuration from a stack file or from the engine
+
+
+def strip_namespace(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"gpu-platform:cloud": "aws", "aws:region": ...}`` -> ``{"cloud": "aws"}`` (other namespaces dropped)."""
+    prefix = NAMESPACE + ":"
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+
+
+def redact_secure(value: Any) -> Any:
+    """Replace ``{secure: ...}`` stack-file entries by a `Secret` placeholder; offline plans never decrypt."""
+    if isinstance(value, Mapping):
+        if set(value) == {"secure"}:
+            return Secret(SECRET_PLACEHOLDER)
+        return {k: redact_secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_secure(v) for v in value]
+    return value

@@ -1,0 +1,34 @@
+"""The one error type bad configuration raises: a single line naming the stack, the path and the problem."""
+
+import difflib
+from collections.abc import Iterable
+
+
+class ConfigError(ValueError):
+    """Invalid stack configuration: ``<stack>: <path>: <problem>`` on one line."""
+
+    def __init__(self, path: str, problem: str, stack: str = ""):
+        self.path = path
+        self.problem = problem
+        self.stack = stack
+        super().__init__(self._line())
+
+    def _line(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        return f"{self.stack}: {where}{self.problem}" if self.stack else f"{where}{self.problem}"
+
+    def for_stack(self, stack: str) -> "ConfigError":
+        """The same error, attributed to ``stack``."""
+        return ConfigError(self.path, self.problem, stack)
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` when a choice is close to ``value``, else ``""``."""
+    near = difflib.get_close_matches(str(value), list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{near[0]}'?" if near else ""
+
+
+def one_of(value: object, choices: Iterable[str]) -> str:
+    """The problem text for a value outside an enumeration."""
+    choices = list(choices)
+    return f"'{value}' is not one of {', '.join(choices)}{did_you_mean(str(value), choices)}"

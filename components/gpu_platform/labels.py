@@ -1,0 +1,94 @@
+"""The one label and taint scheme of the platform.
+
+Every node label key, taint and well-known annotation the platform sets or reads lives here, so a pool, a
+Kueue flavor, a workload's nodeSelector and a dashboard all agree by construction.
+"""
+
+from dataclasses import dataclass
+
+DOMAIN = "gpu-platform.io"
+
+# Our own node labels, set on every GPU pool by the cloud layer.
+POOL_LABEL = f"{DOMAIN}/pool"
+"""Name of the GPU pool a node belongs to; the key Kueue flavors and workloads select on."""
+ACCELERATOR_LABEL = f"{DOMAIN}/accelerator"
+"""GPU model on the node, lower-case (``h100``, ``l4``...)."""
+RDMA_LABEL = f"{DOMAIN}/rdma"
+"""RDMA fabric of the node (``efa``, ``infiniband``, ``roce``, ``gpudirect-tcpxo``, ``gpudirect-rdma``); set only on RDMA pools."""
+SHARING_LABEL = f"{DOMAIN}/gpu-sharing"
+"""GPU sharing mode of the pool (``exclusive``, ``time-slicing``, ``mps``, ``mig``)."""
+TEAM_LABEL = f"{DOMAIN}/team"
+"""Team that owns a namespace or workload."""
+OPT_IN_LABEL = f"{DOMAIN}/optimize"
+"""A workload labelled ``true`` lets the GPU optimizer act on it."""
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "gpu-platform"
+
+# The GPU taint: GKE's own choice, what NVIDIA's charts tolerate by default, and (on EKS) the key the
+# ExtendedResourceToleration admission plugin matches to the `nvidia.com/gpu` resource.
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "present"
+GPU_TAINT_EFFECT = "NoSchedule"
+
+# NVIDIA labels read by the GPU Operator / device plugin.
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+"""Selects the named time-slicing/MPS config of the device plugin for a node."""
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+"""Selects the MIG partitioning the MIG manager applies to a node."""
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+
+# Cloud labels.
+GKE_NO_DEFAULT_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+"""GKE: `true` stops GKE's own device plugin so the GPU Operator's runs instead."""
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+AKS_SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
+AKS_SPOT_TAINT_VALUE = "spot"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+# Pod Security admission labels on team namespaces.
+POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_AUDIT_LABEL = "pod-security.kubernetes.io/audit"
+POD_SECURITY_WARN_LABEL = "pod-security.kubernetes.io/warn"
+
+# Kueue.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A Kubernetes node taint in Kubernetes' own spelling (effect ``NoSchedule``...)."""
+
+    key: str
+    value: str
+    effect: str = "NoSchedule"
+
+    def as_string(self) -> str:
+        """``key=value:Effect``: AKS ``node_taints`` and kubelet ``--register-with-taints`` form."""
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+    def toleration(self) -> dict:
+        """The Kubernetes toleration (camelCase, wire form) that tolerates exactly this taint."""
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+
+GPU_TAINT = Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, GPU_TAINT_EFFECT)
+AKS_SPOT_TAINT = Taint(AKS_SPOT_TAINT_KEY, AKS_SPOT_TAINT_VALUE, "NoSchedule")
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+# Cloud API enum spellings of the taint effects (EKS and GKE use the same enum).
+EFFECT_TO_API_ENUM = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+
+def pool_node_labels(
+    pool_name: str, accelerator: str, sharing_mode: str, rdma_fabric: str | None
+) -> dict[str, str]:
+    """The platform's labels for every node of a GPU pool (user labels are merged on top by the caller)."""
+    labels = {POOL_LABEL: pool_name, ACCELERATOR_LABEL: accelerator, SHARING_LABEL: sharing_mode}
+    if rdma_fabric:
+        labels[RDMA_LABEL] = rdma_fabric
+    if sharing_mode in ("time-slicing", "mps"):
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool_name
+    return labels

@@ -1,0 +1,1 @@
+"""The GPU utilisation optimizer program (``gpu-platform optimize``)."""

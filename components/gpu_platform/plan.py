@@ -1,0 +1,207 @@
+"""The offline plan: run the project program under the mock engine per stack and write what it would create.
+
+Per stack, ``<out>/<stack>/plan.json`` (every registration with its inputs in wire form, secrets redacted) and
+``<out>/<stack>/manifests.yaml`` (every Kubernetes object, validated against its schema). Output is
+deterministic: registrations and objects are sorted and serialised with sorted keys.
+"""
+
+import json
+import runpy
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from .config import PlatformConfig, parse_config, redact_secure, strip_namespace
+from .errors import ConfigError
+from .schemas import ManifestError, validate_manifest
+from .testing import Recording, Registration, is_manifest_type, run_program
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STACKS_DIR = PROJECT_ROOT / "stacks"
+PROJECT_NAME = "gpu-platform"
+
+# Namespaces and cluster-wide kinds first, so `kubectl apply -f manifests.yaml` creates what others need.
+_APPLY_ORDER = {"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2, "ServiceAccount": 3,
+                "ClusterRole": 3, "Role": 3, "ConfigMap": 4, "Secret": 4}
+
+
+@dataclass
+class StackPlan:
+    """The result of planning one stack."""
+
+    stack: str
+    config: PlatformConfig
+    recording: Recording
+    manifests: list[dict]
+    errors: list[str] = field(default_factory=list)
+
+
+def stack_name_of(path: Path) -> str:
+    """``Pulumi.aws-dev.yaml`` -> ``aws-dev``."""
+    name = path.name
+    if not (name.startswith("Pulumi.") and name.endswith((".yaml", ".yml"))) or name in ("Pulumi.yaml", "Pulumi.yml"):
+        raise ConfigError("", f"'{path}' is not a stack file (Pulumi.<stack>.yaml)")
+    return name[len("Pulumi."):].rsplit(".", 1)[0]
+
+
+def discover_stacks(stacks_dir: Path = DEFAULT_STACKS_DIR) -> dict[str, Path]:
+    """Every ``Pulumi.<stack>.yaml`` in the stacks directory, by stack name."""
+    return {stack_name_of(p): p for p in sorted(stacks_dir.glob("Pulumi.*.yaml"))}
+
+
+def load_stack_file(path: Path) -> dict[str, Any]:
+    """The stack file's ``config:`` mapping (namespaced keys), with ``secure:`` values redacted."""
+    stack = stack_name_of(path)
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError("", f"cannot read {path.name}: {str(err).splitlines()[0]}", stack) from None
+    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
+        raise ConfigError("config", "must be a mapping of namespaced keys", stack)
+    return redact_secure(document.get("config") or {})
+
+
+def _secret_keys(config: dict[str, Any]) -> list[str]:
+    from .config import Secret
+
+    def has_secret(v: Any) -> bool:
+        if isinstance(v, Secret):
+            return True
+        if isinstance(v, dict):
+            return any(has_secret(x) for x in v.values())
+        if isinstance(v, list):
+            return any(has_secret(x) for x in v)
+        return False
+
+    return sorted(k for k, v in config.items() if has_secret(v))
+
+
+def _program(stacks_dir: Path):
+    main = stacks_dir / "__main__.py"
+    if main.exists():
+        return lambda: runpy.run_path(str(main), run_name="__main__")
+    from .platform import main as platform_main
+
+    return platform_main
+
+
+def plan_stack(stack: str, stack_file: Path, program_dir: Path = DEFAULT_STACKS_DIR) -> StackPlan:
+    """Validate one stack's configuration, then run the project program offline and render its objects.
+
+    Raises `ConfigError` (nothing registered) for bad configuration.
+    """
+    namespaced = load_stack_file(stack_file)
+    config = parse_config(strip_namespace(namespaced), stack)
+    recording = run_program(_program(program_dir), stack=stack, project=PROJECT_NAME, config=namespaced,
+                            secret_keys=_secret_keys(namespaced))
+    manifests = render_manifests(recording)
+    errors = []
+    for obj in manifests:
+        try:
+            validate_manifest(obj, config.kubernetes_version)
+        except ManifestError as err:
+            errors.append(str(err))
+    return StackPlan(stack, config, recording, manifests, errors)
+
+
+def manifest_of(reg: Registration) -> dict:
+    """The Kubernetes object a registration creates (the logical name stands in for an auto-name)."""
+    obj = dict(reg.inputs)
+    group_version, kind = reg.type.split(":")[1], reg.type.split(":")[2]
+    group, version = group_version.split("/")
+    obj.setdefault("apiVersion", version if group == "core" else f"{group}/{version}")
+    obj.setdefault("kind", kind)
+    metadata = dict(obj.get("metadata") or {})
+    metadata.setdefault("name", reg.name)
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if not k.startswith("pulumi.com/")}
+    if annotations:
+        metadata["annotations"] = annotations
+    else:
+        metadata.pop("annotations", None)
+    obj["metadata"] = metadata
+    return obj
+
+
+def _sort_key(obj: dict) -> tuple:
+    meta = obj.get("metadata", {})
+    return (_APPLY_ORDER.get(obj["kind"], 9), obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def render_manifests(recording: Recording) -> list[dict]:
+    """Every Kubernetes object of a run, in apply order."""
+    objects = [manifest_of(r) for r in recording if r.custom and is_manifest_type(r.type)]
+    return sorted(objects, key=_sort_key)
+
+
+def plan_json(plan: StackPlan) -> dict:
+    """The ``plan.json`` document of DESIGN § gpu-platform plan."""
+    return {
+        "stack": plan.stack,
+        "resources": [
+            {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom,
+             "protect": r.protect, "inputs": r.inputs}
+            for r in plan.recording
+        ],
+    }
+
+
+def write_plan(plan: StackPlan, out_dir: Path) -> Path:
+    """Write ``plan.json`` and ``manifests.yaml`` under ``out_dir/<stack>``; returns that directory."""
+    target = out_dir / plan.stack
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "plan.json").write_text(json.dumps(plan_json(plan), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    docs = yaml.safe_dump_all(plan.manifests, sort_keys=True, default_flow_style=False, width=120)
+    (target / "manifests.yaml").write_text(docs, encoding="utf-8")
+    return target
+
+
+def component_counts(recording: Recording) -> list[tuple[str, str, int]]:
+    """(component type, component name, custom resources directly under it), components in URN order."""
+    components = {r.urn: r for r in recording if not r.custom and not r.type.startswith("kubernetes:")}
+    counts = Counter(r.parent for r in recording if r.custom)
+    return [(c.type.split(":")[-1], c.name, counts.get(urn, 0)) for urn, c in components.items()]
+
+
+def summary(plan: StackPlan) -> str:
+    """The readable summary printed per stack."""
+    rec = plan.recording
+    custom = [r for r in rec if r.custom]
+    lines = [
+        f"stack {plan.stack} ({plan.config.cloud}{', ' + plan.config.region if plan.config.region else ''}, "
+        f"Kubernetes {plan.config.kubernetes_version}, GPU software {plan.config.gpu_software}): "
+        f"{len(rec)} resources, {len(custom)} custom, {len(plan.manifests)} Kubernetes objects",
+        "  components:",
+    ]
+    lines += [f"    {kind:<28} {name:<40} {count:>4}" for kind, name, count in component_counts(rec)]
+    lines.append("  GPU pools:")
+    lines.append(f"    {'pool':<18} {'instance type':<28} {'GPU':<10} {'GPUs/node':>9} {'nodes':>8} "
+                 f"{'max GPUs':>8} {'sharing':<16} rdma")
+    for pool in plan.config.gpu_pools():
+        sharing = pool.sharing.mode + (f" x{pool.sharing.replicas}" if pool.sharing.shared else "") + (
+            f" {pool.sharing.mig_profile}" if pool.sharing.mig_profile else "")
+        lines.append(f"    {pool.name:<18} {pool.instance_type or '-':<28} {pool.gpu_model:<10} {pool.gpus_per_node:>9} "
+                     f"{pool.min_nodes:>3}-{pool.max_nodes:<4} {pool.max_gpus:>8} {sharing:<16} "
+                     f"{pool.rdma_fabric or '-'}")
+    for err in plan.errors:
+        lines.append(f"  INVALID {err}")
+    return "\n".join(lines)
+
+
+def resolve_stacks(names: list[str], config_file: Optional[Path],
+                   stacks_dir: Path = DEFAULT_STACKS_DIR) -> dict[str, Path]:
+    """The stacks a ``plan`` invocation covers: ``--config FILE``, the named stacks, or every stack."""
+    if config_file is not None:
+        return {stack_name_of(config_file): config_file}
+    available = discover_stacks(stacks_dir)
+    if not names:
+        return available
+    missing = [n for n in names if n not in available]
+    if missing:
+        from .errors import did_you_mean
+
+        raise ConfigError("", f"no stack file stacks/Pulumi.{missing[0]}.yaml"
+                              f"{did_you_mean(missing[0], list(available))}", missing[0])
+    return {n: available[n] for n in names}

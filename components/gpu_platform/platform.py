@@ -1,0 +1,105 @@
+"""`GpuPlatform`: composes a whole environment from the stack configuration.
+
+Cluster and GPU pools from the cloud layer, then the cloud-agnostic Kubernetes layers in dependency order:
+monitoring (its CRDs first), NVIDIA software, RDMA, scheduling, tenancy, workloads, optimizer, autoscaling.
+"""
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import pulumi
+
+from .clouds.handle import ClusterHandle
+from .config import PlatformConfig, parse_config, strip_namespace
+from .errors import ConfigError
+
+
+def build_cluster(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
+    """The cloud layer's cluster for ``config.cloud`` (its SDK is imported only here, only for that cloud)."""
+    module = importlib.import_module(f"gpu_platform.clouds.{config.cloud}")
+    return module.cluster_from_config(name, config, opts)
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    """A GPU Kubernetes platform for one environment, built from a validated `PlatformConfig`."""
+
+    kubeconfig: pulumi.Output[str]
+    cluster_name: pulumi.Output[str]
+
+    def __init__(self, name: str, config: PlatformConfig, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:GpuPlatform", name, {}, opts)
+        self.config = config
+        self.cluster = build_cluster(name, config, pulumi.ResourceOptions(parent=self))
+        self.pools = self.cluster.pools
+        self.layers: dict[str, Any] = {}
+        self._build_kubernetes_layers(name)
+        self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig)
+        self.cluster_name = pulumi.Output.from_input(self.cluster.cluster_name)
+        self.register_outputs({"kubeconfig": self.kubeconfig, "cluster_name": self.cluster_name})
+
+    def _k8s_opts(self, depends_on: Optional[list] = None) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(
+            parent=self,
+            providers={"kubernetes": self.cluster.provider},
+            depends_on=[*self.cluster.ready, *(depends_on or [])],
+        )
+
+    def _build_kubernetes_layers(self, name: str) -> None:
+        """Each layer takes the pools as `GpuPoolSpec`s and the cluster's Kubernetes provider."""
+        config = self.config  # noqa: F841  (read by the layers below)
+        specs = [p.spec() for p in self.pools]  # noqa: F841
+        # Layers in dependency order; each stores its component in self.layers[<layer>] and passes
+        # depends_on through self._k8s_opts([...]) where it needs an earlier layer (CRDs, webhooks).
+        # [layer: monitoring]
+        # [layer: nvidia]
+        # [layer: rdma]
+        # [layer: scheduling]
+        # [layer: tenancy]
+        # [layer: workloads]
+        # [layer: optimizer]
+        # [layer: autoscaling]
+
+
+def read_engine_config() -> dict[str, Any]:
+    """The stack's ``gpu-platform`` configuration as the engine passes it (JSON strings decoded)."""
+    import json
+
+    from pulumi.runtime import config as runtime_config
+
+    merged: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    raw = strip_namespace(merged)
+    decoded: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, str) and value[:1] in "[{":
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        decoded[key] = value
+    secret_keys = {k.split(":", 1)[1] for k in merged if runtime_config.is_config_secret(k) and ":" in k}
+    return _mark_secrets(decoded, secret_keys)
+
+
+def _mark_secrets(raw: Mapping[str, Any], secret_keys: set[str]) -> dict[str, Any]:
+    from .config import Secret
+
+    return {k: Secret(v) if k in secret_keys and isinstance(v, str) else v for k, v in raw.items()}
+
+
+def main() -> Optional[GpuPlatform]:
+    """The project program: validate the stack configuration, then build the platform and export its outputs."""
+    stack = pulumi.get_stack()
+    try:
+        config = parse_config(read_engine_config(), stack)
+    except ConfigError as err:
+        # RunError prints the one-line message without a traceback.
+        raise pulumi.RunError(str(err)) from None
+    platform = GpuPlatform(stack, config)
+    pulumi.export("kubeconfig", platform.kubeconfig)
+    pulumi.export("clusterName", platform.cluster_name)
+    pulumi.export("gpuPools", [
+        {"name": p.name, "instanceType": p.instance_type, "gpuModel": p.gpu_model, "gpusPerNode": p.gpus_per_node,
+         "maxNodes": p.max_nodes, "rdma": p.rdma_fabric or "none"} for p in platform.pools
+    ])
+    return platform

@@ -1,0 +1,207 @@
+"""`GpuPool`: the cloud-neutral description a node pool publishes to the Kubernetes layer.
+
+Every later decision (Kueue flavors, PriorityClasses per GPU model, device-plugin sharing configs, tolerations,
+nodeSelectors, dashboards) is derived from a `GpuPool`, never re-typed. It holds plain values only, so it can be
+built from configuration before any resource exists and tested without the engine.
+"""
+
+from dataclasses import dataclass, field
+from typing import Optional, TypedDict
+
+from . import labels
+from .labels import GPU_TAINT, Taint
+
+SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig")
+
+# Extended resources a pod requests to get RDMA NICs, per fabric.
+RDMA_RESOURCES = {
+    "efa": "vpc.amazonaws.com/efa",
+    "infiniband": "rdma/ib",
+    "roce": "rdma/roce",
+    "gpudirect-rdma": "networking.gke.io.networks/rdma-0",
+}
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How the GPUs of a pool are shared between pods."""
+
+    mode: str = "exclusive"
+    replicas: int = 1
+    """Pods per physical GPU for time-slicing and MPS."""
+    mig_profile: Optional[str] = None
+    """MIG profile (``1g.10gb``) applied to every GPU of the pool when ``mode == 'mig'``."""
+
+    @property
+    def shared(self) -> bool:
+        return self.mode in ("time-slicing", "mps")
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """A GPU node pool as the Kubernetes layer sees it."""
+
+    name: str
+    cloud: str
+    instance_type: str
+    gpu_model: str
+    """Key of :data:`gpu_platform.catalog.GPU_MODELS` (``h100``, ``l4``)."""
+    gpus_per_node: int
+    gpu_memory_gib: int
+    min_nodes: int
+    max_nodes: int
+    vcpus_per_node: int = 0
+    memory_gib_per_node: int = 0
+    sharing: Sharing = field(default_factory=Sharing)
+    rdma_fabric: Optional[str] = None
+    rdma_interfaces: int = 0
+    spot: bool = False
+    user_labels: tuple[tuple[str, str], ...] = ()
+    user_taints: tuple[Taint, ...] = ()
+    extra_taints: tuple[Taint, ...] = ()
+    """Taints the cloud itself adds (AKS spot) that workloads must tolerate too."""
+    rdma_pod_annotations: tuple[tuple[str, str], ...] = ()
+    """Annotations an RDMA training pod needs (GKE multi-network interfaces, SR-IOV networks)."""
+    nccl_env: tuple[tuple[str, str], ...] = ()
+    """NCCL environment a training pod on this pool should set (RoCEv2 GID index, traffic class...)."""
+    role: str = "general"
+    """``inference``, ``training`` or ``general``: where the reference workloads go."""
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Every node label of the pool: the platform's scheme plus the user's labels."""
+        mig_config = f"all-{self.sharing.mig_profile}" if self.sharing.mode == "mig" else None
+        base = labels.pool_node_labels(self.name, self.gpu_model, self.sharing.mode, self.rdma_fabric)
+        if mig_config:
+            base[labels.MIG_CONFIG_LABEL] = mig_config
+        return {**dict(self.user_labels), **base}
+
+    @property
+    def selector(self) -> dict[str, str]:
+        """The nodeSelector that picks exactly this pool's nodes."""
+        return {labels.POOL_LABEL: self.name}
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        """Every taint on the pool's nodes: the GPU taint, then the user's, then the cloud's own."""
+        return (GPU_TAINT, *self.user_taints, *self.extra_taints)
+
+    @property
+    def tolerations(self) -> list[dict]:
+        """Tolerations (wire form) a pod needs to run on this pool."""
+        return [t.toleration() for t in self.taints]
+
+    @property
+    def rdma_resource(self) -> Optional[str]:
+        """The extended resource a pod requests for RDMA NICs on this pool (None without RDMA)."""
+        return RDMA_RESOURCES.get(self.rdma_fabric or "")
+
+    @property
+    def schedulable_gpus_per_node(self) -> int:
+        """`nvidia.com/gpu` allocatable per node once sharing is applied (time-slicing/MPS multiply it)."""
+        return self.gpus_per_node * (self.sharing.replicas if self.sharing.shared else 1)
+
+    @property
+    def max_gpus(self) -> int:
+        """Physical GPUs at the pool's maximum size."""
+        return self.gpus_per_node * self.max_nodes
+
+    def spec(self) -> "GpuPoolSpec":
+        """This pool as a plain dict (for component args that other Pulumi languages can express)."""
+        return GpuPoolSpec(
+            name=self.name, cloud=self.cloud, instance_type=self.instance_type, gpu_model=self.gpu_model,
+            gpus_per_node=self.gpus_per_node, gpu_memory_gib=self.gpu_memory_gib, min_nodes=self.min_nodes,
+            max_nodes=self.max_nodes, vcpus_per_node=self.vcpus_per_node,
+            memory_gib_per_node=self.memory_gib_per_node, sharing_mode=self.sharing.mode,
+            sharing_replicas=self.sharing.replicas, mig_profile=self.sharing.mig_profile or "",
+            rdma_fabric=self.rdma_fabric or "", rdma_interfaces=self.rdma_interfaces, spot=self.spot,
+            labels=dict(self.user_labels), taints=[t.as_string() for t in (*self.user_taints, *self.extra_taints)],
+            rdma_pod_annotations=dict(self.rdma_pod_annotations), nccl_env=dict(self.nccl_env), role=self.role,
+        )
+
+    @staticmethod
+    def from_spec(spec: "GpuPoolSpec") -> "GpuPool":
+        """Inverse of :meth:`spec`; ints are coerced because cross-language callers send floats."""
+        def taint(s: str) -> Taint:
+            kv, effect = s.rsplit(":", 1)
+            key, _, value = kv.partition("=")
+            return Taint(key, value, effect)
+
+        user_taints, extra = [], []
+        for t in map(taint, spec.get("taints", [])):
+            (extra if t == labels.AKS_SPOT_TAINT else user_taints).append(t)
+        return GpuPool(
+            name=spec["name"], cloud=spec["cloud"], instance_type=spec["instance_type"],
+            gpu_model=spec["gpu_model"], gpus_per_node=int(spec["gpus_per_node"]),
+            gpu_memory_gib=int(spec.get("gpu_memory_gib", 0)), min_nodes=int(spec.get("min_nodes", 0)),
+            max_nodes=int(spec.get("max_nodes", 1)), vcpus_per_node=int(spec.get("vcpus_per_node", 0)),
+            memory_gib_per_node=int(spec.get("memory_gib_per_node", 0)),
+            sharing=Sharing(spec.get("sharing_mode", "exclusive"), int(spec.get("sharing_replicas", 1)),
+                            spec.get("mig_profile") or None),
+            rdma_fabric=spec.get("rdma_fabric") or None, rdma_interfaces=int(spec.get("rdma_interfaces", 0)),
+            spot=bool(spec.get("spot", False)), user_labels=tuple(sorted(spec.get("labels", {}).items())),
+            user_taints=tuple(user_taints), extra_taints=tuple(extra),
+            rdma_pod_annotations=tuple(sorted(spec.get("rdma_pod_annotations", {}).items())),
+            nccl_env=tuple(sorted(spec.get("nccl_env", {}).items())), role=spec.get("role", "general"),
+        )
+
+
+class GpuPoolSpec(TypedDict, total=False):
+    """A `GpuPool` as plain values: the form component args take so every Pulumi language can pass it."""
+
+    name: str
+    """Pool name (a DNS label)."""
+    cloud: str
+    """``aws``, ``azure``, ``gcp``, ``oci`` or ``existing``."""
+    instance_type: str
+    """Machine type / VM size / shape."""
+    gpu_model: str
+    """GPU model key (``h100``, ``l4``...)."""
+    gpus_per_node: int
+    """Physical GPUs per node."""
+    gpu_memory_gib: int
+    """Memory of one GPU in GiB."""
+    min_nodes: int
+    """Minimum nodes."""
+    max_nodes: int
+    """Maximum nodes."""
+    vcpus_per_node: int
+    """vCPUs per node."""
+    memory_gib_per_node: int
+    """Node memory in GiB."""
+    sharing_mode: str
+    """``exclusive``, ``time-slicing``, ``mps`` or ``mig``."""
+    sharing_replicas: int
+    """Pods per GPU for time-slicing / MPS."""
+    mig_profile: str
+    """MIG profile for ``mig`` pools (``1g.10gb``)."""
+    rdma_fabric: str
+    """RDMA fabric, empty without RDMA."""
+    rdma_interfaces: int
+    """RDMA NICs per node."""
+    spot: bool
+    """Spot / preemptible capacity."""
+    labels: dict[str, str]
+    """User node labels."""
+    taints: list[str]
+    """User and cloud taints as ``key=value:Effect`` (the GPU taint is implied)."""
+    rdma_pod_annotations: dict[str, str]
+    """Annotations RDMA pods need."""
+    nccl_env: dict[str, str]
+    """NCCL environment for training pods."""
+    role: str
+    """``inference``, ``training`` or ``general``."""
+
+
+def inference_pool(pools: list[GpuPool]) -> Optional[GpuPool]:
+    """The pool the reference inference app runs on: the first ``inference`` pool, else the first non-RDMA one."""
+    return next((p for p in pools if p.role == "inference"), None) or next(
+        (p for p in pools if not p.rdma_fabric), pools[0] if pools else None
+    )
+
+
+def training_pool(pools: list[GpuPool]) -> Optional[GpuPool]:
+    """The pool the reference training job runs on: the first ``training`` pool, else the first RDMA one."""
+    return next((p for p in pools if p.role == "training"), None) or next(
+        (p for p in pools if p.rdma_fabric), pools[-1] if pools else None
+    )

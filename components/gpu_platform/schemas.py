@@ -1,0 +1,81 @@
+"""Schema validation of rendered manifests: core kinds by Kubernetes' OpenAPI, custom resources by their CRDs.
+
+Core objects are checked with `kubernetes-validate` at the stack's Kubernetes version (strict: unknown fields
+fail). Custom resources are checked against the ``openAPIV3Schema`` of the upstream CRD at the pinned chart
+version, kept under ``crd_schemas/<group>/<version>/<Kind>.json`` (each file names its source).
+"""
+
+import functools
+import json
+from pathlib import Path
+from typing import Optional
+
+import jsonschema
+import kubernetes_validate
+from kubernetes_validate.utils import SchemaNotFoundError
+
+CRD_SCHEMA_DIR = Path(__file__).parent / "crd_schemas"
+
+
+class ManifestError(ValueError):
+    """A manifest that does not match its schema."""
+
+
+@functools.cache
+def crd_schema(api_version: str, kind: str) -> Optional[dict]:
+    """The vendored ``openAPIV3Schema`` of a custom resource kind, or None when none is kept."""
+    path = CRD_SCHEMA_DIR / api_version / f"{kind}.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))["schema"]
+
+
+def validate_manifest(obj: dict, kubernetes_version: str) -> None:
+    """Raise `ManifestError` naming the object when it does not match its schema.
+
+    A custom resource without a vendored schema raises too: every kind the platform renders must be checked.
+    """
+    name = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+    api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
+    schema = crd_schema(api_version, kind)
+    if schema is not None:
+        _validate_custom(obj, schema, name)
+        return
+    try:
+        kubernetes_validate.validate(obj, kubernetes_version, strict=True)
+    except SchemaNotFoundError:
+        raise ManifestError(f"{name}: no schema for {api_version} {kind}") from None
+    except kubernetes_validate.ValidationError as err:
+        path = ".".join(str(p) for p in err.path) or "(root)"
+        raise ManifestError(f"{name}: {path}: {err.message}") from None
+
+
+def _validate_custom(obj: dict, schema: dict, name: str) -> None:
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    validator = jsonschema.Draft7Validator(_without_k8s_extensions(schema))
+    errors = sorted(validator.iter_errors(body), key=lambda e: list(e.path))
+    if errors:
+        err = errors[0]
+        path = ".".join(str(p) for p in err.path) or "(root)"
+        raise ManifestError(f"{name}: {path}: {err.message}")
+    if not obj.get("metadata", {}).get("name"):
+        raise ManifestError(f"{name}: metadata.name is required")
+
+
+def _without_k8s_extensions(schema: dict) -> dict:
+    """CRD schemas are structural OpenAPI; make them strict JSON Schema (unknown fields rejected)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _without_k8s_extensions(v) if isinstance(v, dict) else
+           [_without_k8s_extensions(i) for i in v] if isinstance(v, list) else v
+           for k, v in schema.items() if not k.startswith("x-kubernetes-")}
+    if "properties" in out:
+        out["properties"] = {k: _without_k8s_extensions(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in out and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+    if schema.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if schema.get("nullable"):
+        out.pop("nullable", None)
+    return out

@@ -1,0 +1,376 @@
+"""Mock harness: run a Pulumi program in-process and record every registration.
+
+Public, so platform teams unit-test their own stacks with it::
+
+    from gpu_platform.testing import run_program
+
+    def test_my_pool_is_tainted():
+        rec = run_program(lambda: EksGpuNodePool("train", {...}), stack="dev")
+        group = rec.one("aws:eks/nodeGroup:NodeGroup")
+        assert group.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+
+or, with pytest, the ``pulumi_mocks`` fixture (``pytest_plugins = ["gpu_platform.testing"]``) which yields a
+`Recorder` and pumps the program for you::
+
+    def test_it(pulumi_mocks):
+        EksGpuNodePool("train", {...})
+        rec = pulumi_mocks.finish()
+
+Each `Registration` holds what the engine would receive: type, name, parent URN, ``custom``, ``protect``,
+dependencies and the inputs in wire form (camelCase, ints as ints, secrets redacted). The mocks answer with
+realistic outputs (ids, ARNs, endpoints, kubeconfigs) so Outputs that depend on them resolve.
+"""
+
+import asyncio
+import base64
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks_module
+from pulumi.runtime import rpc, settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+REDACTED = "[secret]"
+ACCOUNT_ID = "123456789012"
+DEFAULT_REGION = "us-east-1"
+
+# ---------------------------------------------------------------------------------------------------------
+# Wire-form clean-up
+
+
+def clean(value: Any) -> Any:
+    """Inputs as a manifest needs them: integral floats to ints, secrets redacted leaf by leaf."""
+    if rpc.is_rpc_secret(value):
+        return _redact(clean(rpc.unwrap_rpc_secret(value)))
+    if isinstance(value, Mapping):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v) for v in value]
+    return REDACTED
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Realistic outputs
+
+
+def sample_kubeconfig(cluster: str, server: str = "https://127.0.0.1:6443") -> str:
+    """A syntactically valid kubeconfig the mocks hand back wherever a cloud would."""
+    ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMOCK\n-----END CERTIFICATE-----\n").decode()
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster,
+        "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority-data": ca}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+        "users": [{"name": cluster, "user": {"token": "mock-token"}}],
+    })
+
+
+def _aws_arn(service: str, kind: str) -> Callable[[str, dict], dict]:
+    return lambda name, inputs: {"arn": f"arn:aws:{service}:{DEFAULT_REGION}:{ACCOUNT_ID}:{kind}/{name}"}
+
+
+def _eks_cluster(name: str, inputs: dict) -> dict:
+    cluster = inputs.get("name", name)
+    return {
+        "arn": f"arn:aws:eks:{DEFAULT_REGION}:{ACCOUNT_ID}:cluster/{cluster}",
+        "name": cluster,
+        "endpoint": f"https://{cluster.upper()}.gr7.{DEFAULT_REGION}.eks.amazonaws.com",
+        "certificateAuthority": {"data": base64.b64encode(b"mock-ca").decode()},
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{DEFAULT_REGION}.amazonaws.com/id/MOCK"}]}],
+        "clusterSecurityGroupId": f"sg-{cluster}",
+        "status": "ACTIVE",
+    }
+
+
+OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
+    # AWS
+    "aws:eks/cluster:Cluster": _eks_cluster,
+    "aws:iam/role:Role": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{i.get('name', n)}", "name": i.get("name", n)},
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _aws_arn("iam", "oidc-provider"),
+    "aws:eks/nodeGroup:NodeGroup": lambda n, i: {
+        "arn": f"arn:aws:eks:{DEFAULT_REGION}:{ACCOUNT_ID}:nodegroup/{n}",
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{n}-asg"}]}], "status": "ACTIVE"},
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda n, i: {"latestVersion": 1, "defaultVersion": 1,
+                                                           "arn": f"arn:aws:ec2:{DEFAULT_REGION}:{ACCOUNT_ID}:launch-template/lt-{n}"},
+    "aws:ec2/vpc:Vpc": _aws_arn("ec2", "vpc"),
+    "aws:ec2/subnet:Subnet": _aws_arn("ec2", "subnet"),
+    "aws:ec2/securityGroup:SecurityGroup": _aws_arn("ec2", "security-group"),
+    "aws:ec2/placementGroup:PlacementGroup": _aws_arn("ec2", "placement-group"),
+    "aws:sqs/queue:Queue": lambda n, i: {"arn": f"arn:aws:sqs:{DEFAULT_REGION}:{ACCOUNT_ID}:{n}",
+                                         "url": f"https://sqs.{DEFAULT_REGION}.amazonaws.com/{ACCOUNT_ID}/{n}",
+                                         "name": i.get("name", n)},
+    # Azure
+    "azure-native:resources:ResourceGroup": lambda n, i: {"name": i.get("resourceGroupName", n)},
+    "azure-native:containerservice:ManagedCluster": lambda n, i: {
+        "name": i.get("resourceName", n), "fqdn": f"{n}.hcp.westeurope.azmk8s.io",
+        "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://westeurope.oic.prod-aks.azure.com/{n}/"},
+        "nodeResourceGroup": f"MC_{n}"},
+    # GCP
+    "gcp:container/cluster:Cluster": lambda n, i: {
+        "name": i.get("name", n), "endpoint": "34.1.2.3",
+        "masterAuth": {"clusterCaCertificate": base64.b64encode(b"mock-ca").decode()},
+        "selfLink": f"https://container.googleapis.com/v1/projects/mock/locations/x/clusters/{n}"},
+    "gcp:compute/network:Network": lambda n, i: {"selfLink": f"https://www.googleapis.com/compute/v1/projects/mock/global/networks/{n}"},
+    "gcp:compute/subnetwork:Subnetwork": lambda n, i: {"selfLink": f"https://www.googleapis.com/compute/v1/projects/mock/regions/x/subnetworks/{n}"},
+    "gcp:serviceaccount/account:Account": lambda n, i: {"email": f"{i.get('accountId', n)}@mock.iam.gserviceaccount.com"},
+}
+"""Extra outputs per resource type token, on top of the inputs echoed back. Extend it for your own types."""
+
+
+def _oci_id(kind: str) -> Callable[[str], str]:
+    return lambda name: f"ocid1.{kind}.oc1.iad.{name}"
+
+
+def _aks_credentials(args: dict) -> dict:
+    kubeconfig = sample_kubeconfig(args.get("resourceName", "aks"))
+    return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
+
+
+CALLS: dict[str, Callable[[dict], dict]] = {
+    "aws:index/getCallerIdentity:getCallerIdentity": lambda a: {
+        "accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/mock", "userId": "MOCK"},
+    "aws:index/getAvailabilityZones:getAvailabilityZones": lambda a: {
+        "names": [f"{DEFAULT_REGION}a", f"{DEFAULT_REGION}b", f"{DEFAULT_REGION}c"],
+        "zoneIds": ["use1-az1", "use1-az2", "use1-az4"], "id": DEFAULT_REGION},
+    "aws:index/getPartition:getPartition": lambda a: {"partition": "aws", "dnsSuffix": "amazonaws.com"},
+    "aws:index/getRegion:getRegion": lambda a: {"name": DEFAULT_REGION, "region": DEFAULT_REGION},
+    "azure-native:containerservice:listManagedClusterUserCredentials": _aks_credentials,
+    "azure-native:authorization:getClientConfig": lambda a: {
+        "clientId": "00000000-0000-0000-0000-000000000001", "objectId": "00000000-0000-0000-0000-000000000002",
+        "subscriptionId": "00000000-0000-0000-0000-000000000003", "tenantId": "00000000-0000-0000-0000-000000000004"},
+    "gcp:organizations/getClientConfig:getClientConfig": lambda a: {
+        "accessToken": "mock", "project": "mock-project", "region": "us-central1", "zone": "us-central1-a"},
+    "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda a: {
+        "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}", "compartmentId": a.get("compartmentId")}
+                                for i in (1, 2, 3)]},
+    "oci:ContainerEngine/getClusterKubeConfig:getClusterKubeConfig": lambda a: {
+        "content": sample_kubeconfig(a.get("clusterId", "oke")), "clusterId": a.get("clusterId")},
+    "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda a: {
+        "sources": [
+            {"imageId": "ocid1.image.oc1.iad.gpu-ol8", "sourceType": "IMAGE",
+             "sourceName": "Oracle-Linux-8.10-Gen2-GPU-2026.10.01-0-OKE-1.34.1-1000"},
+            {"imageId": "ocid1.image.oc1.iad.cpu-ol8", "sourceType": "IMAGE",
+             "sourceName": "Oracle-Linux-8.10-2026.10.01-0-OKE-1.34.1-1000"},
+        ],
+        "kubernetesVersions": ["v1.33.1", "v1.34.1"], "shapes": [], "images": []},
+    "kubernetes:yaml:decode": lambda a: {"result": []},
+}
+"""Answers per invoke token. Extend it for the data sources your own stack calls."""
+
+
+def outputs_for(type_: str, name: str, inputs: dict) -> tuple[str, dict]:
+    """(id, state) a realistic engine would return for a new resource."""
+    extra = OUTPUTS.get(type_, lambda n, i: {})(name, inputs)
+    if type_.startswith("oci:"):
+        kind = type_.split(":")[-1].lower()
+        resource_id = _oci_id(kind)(name)
+    elif type_.startswith("aws:") and "arn" in extra:
+        resource_id = extra.get("name", f"{name}-id") if type_ == "aws:eks/cluster:Cluster" else f"{name}-id"
+    else:
+        resource_id = f"{name}-id"
+    return resource_id, {**inputs, "id": resource_id, **extra}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Recording
+
+
+@dataclass
+class Registration:
+    """One resource registration as the engine would receive it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    protect: bool
+    inputs: dict
+    dependencies: list[str] = field(default_factory=list)
+    provider: str = ""
+    retain_on_delete: bool = False
+    delete_before_replace: bool = False
+    ignore_changes: list[str] = field(default_factory=list)
+
+    @property
+    def parent_name(self) -> str:
+        return self.parent.rsplit("::", 1)[-1] if self.parent else ""
+
+
+class Recording:
+    """Every registration of one program run, with lookups for assertions."""
+
+    def __init__(self, registrations: list[Registration], exports: Optional[dict] = None):
+        self.registrations = sorted(registrations, key=lambda r: r.urn)
+        self.exports = exports or {}
+
+    def __iter__(self):
+        return iter(self.registrations)
+
+    def __len__(self) -> int:
+        return len(self.registrations)
+
+    def of_type(self, type_: str) -> list[Registration]:
+        """Every registration of a type token (``aws:eks/nodeGroup:NodeGroup``)."""
+        return [r for r in self.registrations if r.type == type_]
+
+    def one(self, type_: str, name: Optional[str] = None) -> Registration:
+        """The single registration of a type (and name); fails loudly otherwise."""
+        found = [r for r in self.of_type(type_) if name is None or r.name == name]
+        if len(found) != 1:
+            names = [r.name for r in self.of_type(type_)]
+            raise AssertionError(f"expected one {type_} named {name!r}, found {len(found)} among {names}")
+        return found[0]
+
+    def named(self, name: str) -> Registration:
+        """The registration with this logical name (unique across types)."""
+        found = [r for r in self.registrations if r.name == name]
+        if len(found) != 1:
+            raise AssertionError(f"expected one resource named {name!r}, found {len(found)}")
+        return found[0]
+
+    def children_of(self, parent: Registration) -> list[Registration]:
+        return [r for r in self.registrations if r.parent == parent.urn]
+
+    def kubernetes_objects(self) -> list[Registration]:
+        """Registrations that are plain Kubernetes objects (no Helm releases, providers or components)."""
+        return [r for r in self.registrations if is_manifest_type(r.type) and r.custom]
+
+
+def is_manifest_type(type_: str) -> bool:
+    """True for ``kubernetes:<group>/<version>:<Kind>`` tokens other than Helm releases and remote charts."""
+    if not type_.startswith("kubernetes:") or type_.startswith("kubernetes:helm.sh/"):
+        return False
+    group_version = type_.split(":")[1]
+    return "/" in group_version and not group_version.startswith(("yaml/", "kustomize/"))
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Mocks that answer with `outputs_for` and `CALLS`."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, dict]] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        return outputs_for(args.typ, args.name, dict(args.inputs))
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        self.calls.append((args.token, dict(args.args)))
+        handler = CALLS.get(args.token)
+        return handler(dict(args.args)) if handler else {}
+
+
+class RecordingMonitor(pulumi_mocks_module.MockMonitor):
+    """A mock monitor that keeps what each registration sent: parent, options and inputs."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks):
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = rpc.deserialize_properties(request.object)
+            self.registrations.append(Registration(
+                urn=response.urn, type=request.type, name=request.name, parent=request.parent,
+                custom=bool(request.custom), protect=bool(request.protect), inputs=clean(inputs),
+                dependencies=sorted(request.dependencies), provider=request.provider,
+                retain_on_delete=bool(request.retainOnDelete),
+                delete_before_replace=bool(request.deleteBeforeReplace),
+                ignore_changes=list(request.ignoreChanges),
+            ))
+        return response
+
+
+def _to_config_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def run_program(
+    program: Callable[[], Any],
+    *,
+    stack: str = "test",
+    project: str = "gpu-platform",
+    config: Optional[Mapping[str, Any]] = None,
+    secret_keys: Optional[list[str]] = None,
+) -> Recording:
+    """Run ``program`` under the mock engine and return what it registered.
+
+    ``config`` holds fully-qualified keys (``gpu-platform:cloud``) with native values; they reach the program
+    the way the engine passes them (strings, JSON for structured values). Exceptions the program raises
+    propagate after the runtime has settled.
+    """
+    previous_loop = None
+    try:
+        previous_loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        pass
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        settings.reset_options(project=project, stack=stack, preview=False)
+        set_all_config({k: _to_config_value(v) for k, v in (config or {}).items()}, secret_keys or [])
+        mocks = RecordingMocks()
+        monitor = RecordingMonitor(mocks)
+        pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
+        _sync_await(run_pulumi_func(program))
+        root = settings.get_root_resource()
+        exports = dict(getattr(root, "outputs", {}) or {}) if root is not None else {}
+        return Recording(monitor.registrations, exports)
+    finally:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
+        asyncio.set_event_loop(previous_loop if previous_loop and not previous_loop.is_closed() else None)
+        set_all_config({}, [])
+        settings.reset_options()
+
+
+class Recorder:
+    """What the ``pulumi_mocks`` fixture yields: build resources, then call `finish` to get the `Recording`."""
+
+    def __init__(self, monitor: RecordingMonitor):
+        self._monitor = monitor
+
+    def finish(self) -> Recording:
+        """Wait for every outstanding registration and return them."""
+        _sync_await(run_pulumi_func(lambda: None))
+        return Recording(self._monitor.registrations)
+
+
+try:  # the fixture is optional: the harness itself does not need pytest
+    import pytest
+
+    @pytest.fixture
+    def pulumi_mocks():
+        """Fresh mock engine per test; yields a `Recorder`."""
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        settings.reset_options(project="gpu-platform", stack="test", preview=False)
+        mocks = RecordingMocks()
+        monitor = RecordingMonitor(mocks)
+        pulumi.runtime.set_mocks(mocks, project="gpu-platform", stack="test", preview=False, monitor=monitor)
+        yield Recorder(monitor)
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
+        asyncio.set_event_loop(None)
+        settings.reset_options()
+except ImportError:  # pragma: no cover
+    pass

@@ -1,0 +1,39 @@
+"""Every pinned Helm chart, repository and image tag the platform deploys.
+
+No chart version literal may appear anywhere else. Each pin was checked against the chart's ``values.yaml``
+at that version (every values key the platform sets exists there).
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A Helm chart pinned to one released version."""
+
+    name: str
+    """Chart name, or the full ``oci://`` reference for OCI registries."""
+    version: str
+    repository: str = ""
+    """Helm repository URL; empty for ``oci://`` charts."""
+
+    def release_args(self) -> dict:
+        """The chart/version/repository part of a ``kubernetes.helm.v3.Release``."""
+        args = {"chart": self.name, "version": self.version}
+        if self.repository:
+            args["repository_opts"] = {"repo": self.repository}
+        return args
+
+
+NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
+
+GPU_OPERATOR = Chart("gpu-operator", "v25.10.1", NVIDIA_HELM_REPO)
+DEVICE_PLUGIN = Chart("nvidia-device-plugin", "0.18.2", "https://nvidia.github.io/k8s-device-plugin")
+NETWORK_OPERATOR = Chart("network-operator", "25.7.0", NVIDIA_HELM_REPO)
+DCGM_EXPORTER = Chart("dcgm-exporter", "4.6.0", "https://nvidia.github.io/dcgm-exporter/helm-charts")
+KUEUE = Chart("oci://registry.k8s.io/kueue/charts/kueue", "0.16.2")
+KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "79.5.0", "https://prometheus-community.github.io/helm-charts")
+
+# Kubernetes API versions of the custom resources the platform creates.
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+PROMETHEUS_OPERATOR_API_VERSION = "monitoring.coreos.com/v1"
