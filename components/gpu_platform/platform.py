@@ -56,6 +56,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # [layer: rdma]
         # [layer: scheduling]
         # [layer: tenancy]
+        # [layer: training]
         # [layer: workloads]
         # [layer: optimizer]
         # [layer: autoscaling]
