@@ -232,7 +232,7 @@ def find_shape(cloud: str, name: str) -> MachineShape:
     label = CLOUD_NAMES.get(cloud, cloud)
     other = cloud_of_shape(name)
     if other is not None:
-        raise UnknownShapeError(f"'{name}' is a {CLOUD_NAMES[other]} instance type, not a {label} one")
+        raise UnknownShapeError(f"'{name}' is an instance type of {CLOUD_NAMES[other]}, not of {label}")
     near = nearest_names(cloud, name)
     hint = f"; did you mean '{near[0]}'?" if near else ""
     raise UnknownShapeError(f"unknown {label} GPU instance type '{name}'{hint}")
