@@ -1,0 +1,40 @@
+# Two entry points for a fresh machine (see README): `make plan` and `make test`.
+# Each creates the virtual environment on first use; nothing else needs installing by hand.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PLAN_DIR ?= build/plan
+TORCH_VERSION := 2.13.0
+
+.PHONY: plan test lint bench clean
+
+$(BIN)/uv:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip uv==0.13.9
+
+# The library and every cloud SDK (uv installs them in seconds).
+$(VENV)/.installed: pyproject.toml | $(BIN)/uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[all]'
+	touch $@
+
+# Test tools, the inference app's stack, promtool. torch goes through pip on purpose: pip honours the
+# machine's pip configuration (a local CPU wheel where one is provided); uv does not.
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
+	bash scripts/ensure-promtool.sh
+	touch $@
+
+plan: $(VENV)/.installed
+	$(BIN)/gpu-platform plan --out $(PLAN_DIR)
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check components tests examples benchmarks stacks
+	$(BIN)/pytest
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/plan_scale.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .ruff_cache
