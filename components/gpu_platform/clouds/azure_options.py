@@ -1,18 +1,270 @@
-"""Configuration keys of the azure cloud layer, parsed without the cloud SDK.
+"""Configuration keys of the Azure (AKS) cloud layer, parsed without the cloud SDK.
 
-Extend `CLUSTER_KEYS` / `POOL_KEYS` and the two parse functions with every key the azure layer reads.
+Cluster keys (top level of the ``gpu-platform`` namespace), all optional:
+
+| key | default | meaning |
+|---|---|---|
+| ``resourceGroupName`` | a new group | existing resource group to create the cluster (and its VNet) in |
+| ``clusterName`` | Pulumi auto-name | the AKS managed cluster's resource name |
+| ``vnetSubnetId`` | a new VNet + subnet | existing subnet resource ID for every node pool |
+| ``vnetAddressSpace`` | ``10.224.0.0/12`` | address space of the new VNet (AKS's own default) |
+| ``subnetAddressPrefix`` | ``10.224.0.0/16`` | node subnet of the new VNet |
+| ``podCidr`` | ``10.244.0.0/16`` | Azure CNI overlay pod range (outside the VNet) |
+| ``serviceCidr`` | ``10.0.0.0/16`` | Kubernetes service range; the DNS service takes its ``.10`` address |
+| ``osSku`` | ``Ubuntu`` | node OS of every pool: ``Ubuntu``, ``Ubuntu2204``, ``AzureLinux``, ``AzureLinux3`` |
+| ``systemPoolVmSize`` | ``Standard_D4ds_v5`` | VM size of the System pool (platform services run there) |
+| ``systemPoolMinNodes`` / ``systemPoolMaxNodes`` | 2 / 3 | System pool autoscaling bounds |
+| ``skuTier`` | ``Standard`` | AKS pricing tier: ``Free``, ``Standard`` (uptime SLA), ``Premium`` |
+| ``registerInfinibandFeature`` | true | register ``AKSInfinibandSupport`` when a pool is an InfiniBand pool |
+
+Pool keys (``nodePools[i]``): ``agentPoolName`` (default derived, see `azure_names.agent_pool_name`), ``osSku``
+(default the cluster's), ``spotMaxPrice`` (USD/hour, -1 = up to on-demand; spot pools only),
+``spotEvictionPolicy`` (``Delete``/``Deallocate``; spot pools only), ``osDiskSizeGb``. ``zones`` are Azure
+availability zones ``1``, ``2``, ``3``.
 """
 
+import ipaddress
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Optional
 
-CLUSTER_KEYS: set[str] = set()
-POOL_KEYS: set[str] = set()
+from .. import catalog
+from ..config import ConfigError, join, read_bool, read_enum, read_int, read_str
+from .azure_names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
+from .azure_specs import (
+    EVICTION_POLICIES,
+    LINUX_OS_SKUS,
+    SKU_TIERS,
+    aks_mig_profiles,
+    gpu_driver,
+)
+
+CLUSTER_KEYS = {
+    "resourceGroupName", "clusterName", "vnetSubnetId", "vnetAddressSpace", "subnetAddressPrefix", "podCidr",
+    "serviceCidr", "osSku", "systemPoolVmSize", "systemPoolMinNodes", "systemPoolMaxNodes", "skuTier",
+    "registerInfinibandFeature",
+}
+POOL_KEYS = {"agentPoolName", "osSku", "spotMaxPrice", "spotEvictionPolicy", "osDiskSizeGb"}
+
+AZURE_ZONES = ("1", "2", "3")
+MAX_OS_DISK_GB = 2048
+INFINIBAND_FEATURE = "AKSInfinibandSupport"
+"""Subscription feature (namespace ``Microsoft.ContainerService``) that places the nodes of an InfiniBand pool on
+one InfiniBand network (AKS ``use-amd-gpus.md``, Azure/aks-rdma-infiniband ``deploy-aks.sh``)."""
+RESOURCE_GROUP_NAME = re.compile(r"^[-\w.()]{0,89}[-\w()]$")
+CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$")
+SUBNET_ID = re.compile(
+    r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$",
+    re.IGNORECASE,
+)
+VM_SIZE = re.compile(r"^Standard_[A-Za-z0-9_]+$")
+RESERVED_LABEL_DOMAINS = ("kubernetes.azure.com", "kubernetes.io")
+"""AKS reserved node-label prefixes (AKS ``use-labels.md``); ``*.kubernetes.io`` is Kubernetes' own."""
 
 
-def parse_cluster_options(raw: Mapping, config: Any) -> Any:
-    return None
+@dataclass(frozen=True)
+class AzureClusterOptions:
+    """The AKS cluster's own settings (``gpu-platform:<key>``)."""
+
+    resource_group_name: Optional[str] = None
+    """Existing resource group; None creates one."""
+    cluster_name: Optional[str] = None
+    """Managed cluster resource name; None lets Pulumi auto-name it."""
+    vnet_subnet_id: Optional[str] = None
+    """Existing node subnet; None creates a VNet and subnet."""
+    vnet_address_space: str = "10.224.0.0/12"
+    subnet_address_prefix: str = "10.224.0.0/16"
+    pod_cidr: str = "10.244.0.0/16"
+    service_cidr: str = "10.0.0.0/16"
+    dns_service_ip: str = "10.0.0.10"
+    """The ``.10`` address of ``service_cidr`` (AKS's convention)."""
+    os_sku: str = "Ubuntu"
+    system_pool_vm_size: str = "Standard_D4ds_v5"
+    system_pool_min_nodes: int = 2
+    system_pool_max_nodes: int = 3
+    sku_tier: str = "Standard"
+    register_infiniband_feature: bool = True
+    """Register ``AKSInfinibandSupport`` when a pool has ``rdma: true``; false when it is registered already."""
 
 
-def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> Any:
-    return None
+@dataclass(frozen=True)
+class AzurePoolOptions:
+    """One GPU pool's AKS settings (``nodePools[i].<key>``)."""
+
+    agent_pool_name: str
+    """AKS agent pool name (lower-case letters and digits, at most 12, starting with a letter)."""
+    os_sku: Optional[str] = None
+    """Node OS; None means the cluster's ``osSku``."""
+    spot_max_price: Optional[float] = None
+    """Spot pools: max USD/hour, -1 = up to the on-demand price (the default)."""
+    spot_eviction_policy: Optional[str] = None
+    """Spot pools: ``Delete`` (default) or ``Deallocate``."""
+    os_disk_size_gb: Optional[int] = None
+    """OS disk size; None keeps AKS's default for the VM size."""
+
+
+def _cidr(raw: Mapping, key: str, default: str) -> ipaddress.IPv4Network:
+    value = read_str(raw, key, "", default)
+    try:
+        return ipaddress.IPv4Network(value)
+    except ValueError as err:
+        raise ConfigError(key, f"'{value}' is not an IPv4 CIDR such as {default} ({err})") from None
+
+
+def _check_networks(raw: Mapping, subnet_given: bool) -> dict[str, str]:
+    """Address ranges that fit together: subnet inside the VNet; pods and services outside both."""
+    if subnet_given:
+        for key in ("vnetAddressSpace", "subnetAddressPrefix"):
+            if key in raw:
+                raise ConfigError(key, "does not apply with vnetSubnetId (the existing subnet has its own range)")
+    vnet = _cidr(raw, "vnetAddressSpace", AzureClusterOptions.vnet_address_space)
+    subnet = _cidr(raw, "subnetAddressPrefix", AzureClusterOptions.subnet_address_prefix)
+    pods = _cidr(raw, "podCidr", AzureClusterOptions.pod_cidr)
+    services = _cidr(raw, "serviceCidr", AzureClusterOptions.service_cidr)
+    if not subnet_given and not subnet.subnet_of(vnet):
+        raise ConfigError("subnetAddressPrefix", f"{subnet} is not inside vnetAddressSpace {vnet}")
+    others = [("serviceCidr", services)] + ([] if subnet_given else [("vnetAddressSpace", vnet)])
+    for key, other in others:
+        if pods.overlaps(other):
+            raise ConfigError("podCidr", f"{pods} overlaps {key} {other}; Azure CNI overlay pod ranges must not")
+    if not subnet_given and services.overlaps(vnet):
+        raise ConfigError("serviceCidr", f"{services} overlaps vnetAddressSpace {vnet}")
+    if services.num_addresses < 16:
+        raise ConfigError("serviceCidr", f"{services} is too small for the cluster's services")
+    return {"vnet_address_space": str(vnet), "subnet_address_prefix": str(subnet), "pod_cidr": str(pods),
+            "service_cidr": str(services), "dns_service_ip": str(services.network_address + 10)}
+
+
+def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
+    """Cluster keys, then the rules that need every pool (names, OS mix, MIG, InfiniBand)."""
+    group = read_str(raw, "resourceGroupName", "", None)
+    if group is not None and not RESOURCE_GROUP_NAME.match(group):
+        raise ConfigError("resourceGroupName", f"'{group}' is not a resource group name (1-90 letters, digits, "
+                                               "'_', '-', '.', '(', ')', not ending with '.')")
+    cluster = read_str(raw, "clusterName", "", None)
+    if cluster is not None and not CLUSTER_NAME.match(cluster):
+        raise ConfigError("clusterName", f"'{cluster}' is not an AKS cluster name (1-63 letters, digits, '-', '_', "
+                                         "starting and ending with a letter or digit)")
+    subnet_id = read_str(raw, "vnetSubnetId", "", None)
+    if subnet_id is not None and not SUBNET_ID.match(subnet_id):
+        raise ConfigError("vnetSubnetId", f"'{subnet_id}' is not a subnet resource ID (/subscriptions/<id>/"
+                                          "resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/"
+                                          "subnets/<subnet>)")
+    networks = _check_networks(raw, subnet_id is not None)
+    vm_size = read_str(raw, "systemPoolVmSize", "", AzureClusterOptions.system_pool_vm_size)
+    if not VM_SIZE.match(vm_size):
+        raise ConfigError("systemPoolVmSize", f"'{vm_size}' is not an Azure VM size such as Standard_D4ds_v5")
+    if ("azure", vm_size) in catalog.SHAPES:
+        raise ConfigError("systemPoolVmSize", f"'{vm_size}' is a GPU size; the System pool runs the platform's "
+                                              "services on a CPU size such as Standard_D4ds_v5")
+    min_nodes = read_int(raw, "systemPoolMinNodes", "", AzureClusterOptions.system_pool_min_nodes, minimum=1)
+    max_nodes = read_int(raw, "systemPoolMaxNodes", "", max(min_nodes, AzureClusterOptions.system_pool_max_nodes),
+                         minimum=1)
+    if max_nodes < min_nodes:
+        raise ConfigError("systemPoolMaxNodes", f"must be >= systemPoolMinNodes ({min_nodes}), got {max_nodes}")
+    options = AzureClusterOptions(
+        resource_group_name=group,
+        cluster_name=cluster,
+        vnet_subnet_id=subnet_id,
+        os_sku=read_enum(raw, "osSku", "", LINUX_OS_SKUS, AzureClusterOptions.os_sku),
+        system_pool_vm_size=vm_size,
+        system_pool_min_nodes=min_nodes,
+        system_pool_max_nodes=max_nodes,
+        sku_tier=read_enum(raw, "skuTier", "", SKU_TIERS, AzureClusterOptions.sku_tier),
+        register_infiniband_feature=read_bool(raw, "registerInfinibandFeature", "", True),
+        **networks,
+    )
+    _check_pools(raw, config, options)
+    return options
+
+
+def _check_pools(raw: Mapping, config: Any, options: AzureClusterOptions) -> None:
+    seen: dict[str, int] = {}
+    infiniband = False
+    for i, pool in enumerate(config.node_pools):
+        path = join("nodePools", i)
+        name = pool.cloud_options.agent_pool_name
+        if name == SYSTEM_POOL_NAME or name in seen:
+            other = "the System pool" if name == SYSTEM_POOL_NAME else f"nodePools[{seen[name]}]"
+            raise ConfigError(join(path, "agentPoolName"), f"agent pool name '{name}' is also used by {other}; "
+                                                           "set a distinct agentPoolName")
+        seen[name] = i
+        os_sku = pool.cloud_options.os_sku or options.os_sku
+        if config.gpu_software == "operator" and os_sku != options.os_sku:
+            raise ConfigError(join(path, "osSku"), f"'{os_sku}' differs from the cluster's osSku '{options.os_sku}'; "
+                                                   "the NVIDIA GPU Operator does not support several OS versions in "
+                                                   "one AKS cluster")
+        if pool.sharing.mode == "mig" and gpu_driver(config.gpu_software) != "None":
+            supported = aks_mig_profiles(pool.gpu_model)
+            if pool.sharing.mig_profile not in supported:
+                listed = ", ".join(f"{p} ({v})" for p, v in supported.items())
+                raise ConfigError(join(path, "sharing.profile"),
+                                  f"AKS applies MIG through gpuInstanceProfile, which offers {listed} on "
+                                  f"{pool.instance_type}; use one of them or gpuSoftware 'operator' (MIG manager)")
+        infiniband = infiniband or (pool.rdma and _fabric(pool) == catalog.INFINIBAND)
+    if "registerInfinibandFeature" in raw and not infiniband:
+        raise ConfigError("registerInfinibandFeature", "only applies when a pool has rdma: true on an InfiniBand "
+                                                       "size (Standard_ND96isr_H100_v5...)")
+
+
+def _fabric(pool: Any) -> Optional[str]:
+    shape = catalog.SHAPES.get(("azure", pool.instance_type))
+    return shape.rdma_fabric if shape else None
+
+
+def _spot_max_price(raw: Mapping, path: str) -> Optional[float]:
+    if raw.get("spotMaxPrice") is None:
+        return None
+    value = raw["spotMaxPrice"]
+    try:
+        if isinstance(value, bool):
+            raise InvalidOperation
+        price = Decimal(str(value))
+    except InvalidOperation:
+        raise ConfigError(join(path, "spotMaxPrice"), f"must be a number, got {value!r}") from None
+    if price != -1 and (price <= 0 or price.as_tuple().exponent < -5):
+        raise ConfigError(join(path, "spotMaxPrice"), f"must be -1 (up to the on-demand price) or a positive USD "
+                                                      f"price with at most 5 decimals, got {value}")
+    return float(price)
+
+
+def _check_labels_and_taints(pool: Any, path: str) -> None:
+    for key, _ in pool.labels:
+        domain = key.split("/", 1)[0] if "/" in key else ""
+        if domain in RESERVED_LABEL_DOMAINS or domain.endswith(".kubernetes.io"):
+            raise ConfigError(join(join(path, "labels"), key), f"'{domain}/' is a prefix AKS reserves for its own "
+                                                               "node labels")
+    for i, taint in enumerate(pool.taints):
+        if taint.key.startswith("kubernetes.azure.com/"):
+            raise ConfigError(join(join(path, "taints"), i), f"'{taint.key}' is an AKS system taint; AKS sets it "
+                                                             "itself (spot pools) and rejects changes to it")
+
+
+def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AzurePoolOptions:
+    """A pool's AKS keys and the rules that need only this pool."""
+    explicit = read_str(raw, "agentPoolName", path, None)
+    if explicit is not None and not AGENT_POOL_NAME.match(explicit):
+        raise ConfigError(join(path, "agentPoolName"), f"'{explicit}' is not an AKS agent pool name (lower-case "
+                                                       "letters and digits, starting with a letter, at most 12)")
+    price = _spot_max_price(raw, path)
+    eviction = read_enum(raw, "spotEvictionPolicy", path, EVICTION_POLICIES, None)
+    if not pool.spot:
+        for key, value in (("spotMaxPrice", price), ("spotEvictionPolicy", eviction)):
+            if value is not None:
+                raise ConfigError(join(path, key), "only applies to spot pools (spot: true)")
+    for i, zone in enumerate(pool.zones):
+        if zone not in AZURE_ZONES:
+            raise ConfigError(join(join(path, "zones"), i), f"'{zone}' is not an Azure availability zone (1, 2, 3)")
+    _check_labels_and_taints(pool, path)
+    disk = read_int(raw, "osDiskSizeGb", path, None, minimum=30)
+    if disk is not None and disk > MAX_OS_DISK_GB:
+        raise ConfigError(join(path, "osDiskSizeGb"), f"must be <= {MAX_OS_DISK_GB}, got {disk}")
+    return AzurePoolOptions(
+        agent_pool_name=explicit or agent_pool_name(pool.name),
+        os_sku=read_enum(raw, "osSku", path, LINUX_OS_SKUS, None),
+        spot_max_price=price,
+        spot_eviction_policy=eviction,
+        os_disk_size_gb=disk,
+    )
