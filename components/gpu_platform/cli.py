@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--out", metavar="DIR", default="build/plan", help="output directory (default: build/plan)")
     plan.add_argument("--diagram", action="store_true", help="also write diagram.mmd and diagram.svg per stack")
     plan.set_defaults(func=_plan)
+    from .optimizer import run as optimizer
+
+    optimize = sub.add_parser("optimize", help="find idle GPU allocations in Prometheus and right-size them")
+    optimizer.build_parser(optimize)
+    optimize.set_defaults(func=optimizer.run)
     return parser
 
 

@@ -1,0 +1,147 @@
+"""A throwaway Prometheus on 127.0.0.1 scraping a synthetic DCGM exporter: for tests and benchmarks.
+
+Needs the ``prometheus`` binary (Debian's ``prometheus`` package). Everything binds to 127.0.0.1 on free
+ports, every wait is bounded, and `LocalPrometheus.stop` (or the context manager) ends both servers.
+"""
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+import zlib
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from .prometheus import PrometheusClient
+
+
+@dataclass(frozen=True)
+class GpuSeries:
+    """One GPU of one pod as dcgm-exporter reports it."""
+
+    namespace: str
+    pod: str
+    gpu: int
+    utilization: float
+    memory_used_mib: float
+    hostname: str = "gpu-node-1"
+    model: str = "NVIDIA H100 80GB HBM3"
+
+
+def dcgm_exposition(series: list[GpuSeries]) -> str:
+    """The exporter's text exposition for ``series`` (metric and label names as dcgm-exporter 4.x emits)."""
+    lines = ["# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).", "# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    body_util, body_mem = [], []
+    for s in series:
+        common = (f'gpu="{s.gpu}",UUID="GPU-{zlib.crc32(f"{s.hostname}/{s.namespace}/{s.pod}/{s.gpu}".encode()):010d}",'
+                  f'device="nvidia{s.gpu}",modelName="{s.model}",Hostname="{s.hostname}",'
+                  f'container="main",namespace="{s.namespace}",pod="{s.pod}"')
+        body_util.append(f"DCGM_FI_DEV_GPU_UTIL{{{common}}} {s.utilization}")
+        body_mem.append(f"DCGM_FI_DEV_FB_USED{{{common}}} {s.memory_used_mib}")
+    lines += body_util
+    lines += ["# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).", "# TYPE DCGM_FI_DEV_FB_USED gauge"]
+    lines += body_mem
+    return "\n".join(lines) + "\n"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _Exporter(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, body: bytes):
+        self.body = body
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(handler):  # noqa: N805 - the server is reached through the closure
+                handler.send_response(200)
+                handler.send_header("Content-Type", "text/plain; version=0.0.4")
+                handler.send_header("Content-Length", str(len(self.body)))
+                handler.end_headers()
+                handler.wfile.write(self.body)
+
+            def log_message(handler, *args):  # noqa: N805
+                pass
+
+        super().__init__(("127.0.0.1", free_port()), Handler)
+
+
+class LocalPrometheus:
+    """Start with `start`, query with `client`, end with `stop` (or use as a context manager)."""
+
+    def __init__(self, series: list[GpuSeries], scrape_interval: str = "1s"):
+        self.series = series
+        self.scrape_interval = scrape_interval
+        self.exporter = _Exporter(dcgm_exposition(series).encode())
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._dir = Path(tempfile.mkdtemp(prefix="gpu-optimizer-prom-"))
+        self._process: subprocess.Popen | None = None
+
+    def start(self, timeout_seconds: float = 60.0) -> "LocalPrometheus":
+        binary = shutil.which("prometheus")
+        if binary is None:
+            raise RuntimeError("the prometheus binary is not installed (Debian package 'prometheus')")
+        threading.Thread(target=self.exporter.serve_forever, daemon=True).start()
+        config = self._dir / "prometheus.yml"
+        config.write_text(
+            f"global:\n  scrape_interval: {self.scrape_interval}\n  evaluation_interval: {self.scrape_interval}\n"
+            "scrape_configs:\n  - job_name: dcgm\n    honor_labels: true\n"
+            f"    static_configs:\n      - targets: ['127.0.0.1:{self.exporter.server_address[1]}']\n")
+        self._process = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={self._dir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=error"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.wait_for_samples(3, timeout_seconds)
+        return self
+
+    def wait_for_samples(self, samples_per_series: int, timeout_seconds: float) -> None:
+        """Block (bounded) until every series has ``samples_per_series`` scraped samples."""
+        client = PrometheusClient(self.url, timeout_seconds=5)
+        deadline = time.monotonic() + timeout_seconds
+        expr = f"count(count_over_time(DCGM_FI_DEV_GPU_UTIL[5m]) >= {samples_per_series})"
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise RuntimeError(f"prometheus exited with status {self._process.returncode}")
+            try:
+                result = client.query(expr)
+                if result and int(result[0].value) >= len(self.series):
+                    return
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            time.sleep(0.25)
+        raise TimeoutError(f"Prometheus did not scrape {len(self.series)} series within {timeout_seconds} s")
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(timeout=5)
+            self._process = None
+        self.exporter.shutdown()
+        self.exporter.server_close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> "LocalPrometheus":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
