@@ -27,6 +27,11 @@ LAST_ACTION_ANNOTATION = f"{DOMAIN}/optimizer-last-action"
 """When the optimizer last changed a workload owner (RFC 3339); enforces the cooldown."""
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "gpu-platform"
+APP_NAME_LABEL = "app.kubernetes.io/name"
+
+# Monitoring.
+GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
+"""ConfigMaps carrying this label (value ``"1"``) are loaded by Grafana's dashboard sidecar."""
 
 # The GPU taint: GKE's own choice, what NVIDIA's charts tolerate by default, and (on EKS) the key the
 # ExtendedResourceToleration admission plugin matches to the `nvidia.com/gpu` resource.

@@ -1,0 +1,73 @@
+"""Every upstream metric the platform's rules and dashboards read, with where each one comes from.
+
+Rules and dashboards name metrics through these constants only, and a test checks that every metric a rendered
+expression selects is either listed here or recorded by our own rules. Sources (verified at these versions):
+
+- DCGM exporter: ``NVIDIA/dcgm-exporter`` ``etc/default-counters.csv`` (4.5.3-4.8.2; the GPU Operator ships the
+  same fields in ``dcp-metrics-included.csv``). Frame-buffer values are MiB. ``DCGM_FI_DEV_XID_ERRORS`` is a gauge
+  holding the LAST XID seen, not a counter.
+- kube-state-metrics v2.20.0 (subchart 8.4.0 of kube-prometheus-stack 88.5.3): ``docs/metrics/**``. Extended
+  resources are sanitised in ``resource`` (``nvidia.com/gpu`` -> ``nvidia_com_gpu``) on pod and node metrics, but
+  ``kube_resourcequota`` keeps the raw quota name (``requests.nvidia.com/gpu``).
+- Kueue v0.16.2 / v0.19.2: ``pkg/metrics/metrics.go`` (``kueue_pending_workloads{cluster_queue,status}``,
+  ``kueue_admitted_workloads_total{cluster_queue,priority_class}``).
+- The reference inference app (issue 10): the names its ``/metrics`` endpoint serves.
+"""
+
+# DCGM exporter (default counters).
+DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+"""GPU utilisation, percent (0-100)."""
+DCGM_GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+"""Ratio of time the graphics/compute engine is active (0-1; DCP metric, datacenter GPUs)."""
+DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
+"""Frame-buffer memory used, MiB."""
+DCGM_FB_FREE = "DCGM_FI_DEV_FB_FREE"
+"""Frame-buffer memory free, MiB."""
+DCGM_GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+"""GPU temperature, degrees C."""
+DCGM_XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"
+"""Value of the last XID error seen (a gauge)."""
+DCGM_POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
+"""Power draw, W."""
+
+# kube-state-metrics.
+KSM_POD_REQUESTS = "kube_pod_container_resource_requests"
+KSM_POD_PHASE = "kube_pod_status_phase"
+KSM_NODE_ALLOCATABLE = "kube_node_status_allocatable"
+KSM_NODE_CAPACITY = "kube_node_status_capacity"
+KSM_NODE_LABELS = "kube_node_labels"
+KSM_NAMESPACE_LABELS = "kube_namespace_labels"
+KSM_RESOURCE_QUOTA = "kube_resourcequota"
+
+# Kueue.
+KUEUE_PENDING_WORKLOADS = "kueue_pending_workloads"
+KUEUE_ADMITTED_WORKLOADS_TOTAL = "kueue_admitted_workloads_total"
+
+# The reference inference app.
+INFERENCE_REQUESTS_TOTAL = "inference_requests_total"
+"""Counter of requests, label ``status``."""
+INFERENCE_REQUEST_DURATION = "inference_request_duration_seconds"
+"""Histogram of request latency in seconds."""
+INFERENCE_BATCH_SIZE = "inference_batch_size"
+"""Histogram of the batch sizes the server ran."""
+INFERENCE_QUEUE_DEPTH = "inference_queue_depth"
+"""Gauge of requests waiting for a batch."""
+INFERENCE_ERRORS_TOTAL = "inference_errors_total"
+"""Counter of failed requests, label ``reason``."""
+
+
+def histogram_series(name: str) -> tuple[str, str, str]:
+    """The three series a Prometheus histogram exposes."""
+    return f"{name}_bucket", f"{name}_sum", f"{name}_count"
+
+
+UPSTREAM_METRICS: frozenset[str] = frozenset({
+    DCGM_GPU_UTIL, DCGM_GR_ENGINE_ACTIVE, DCGM_FB_USED, DCGM_FB_FREE, DCGM_GPU_TEMP, DCGM_XID_ERRORS,
+    DCGM_POWER_USAGE,
+    KSM_POD_REQUESTS, KSM_POD_PHASE, KSM_NODE_ALLOCATABLE, KSM_NODE_CAPACITY, KSM_NODE_LABELS,
+    KSM_NAMESPACE_LABELS, KSM_RESOURCE_QUOTA,
+    KUEUE_PENDING_WORKLOADS, KUEUE_ADMITTED_WORKLOADS_TOTAL,
+    INFERENCE_REQUESTS_TOTAL, INFERENCE_QUEUE_DEPTH, INFERENCE_ERRORS_TOTAL,
+    *histogram_series(INFERENCE_REQUEST_DURATION), *histogram_series(INFERENCE_BATCH_SIZE),
+})
+"""Every metric an exporter the platform deploys (or the reference app) really serves and our queries read."""
