@@ -79,6 +79,30 @@ def sample_kubeconfig(cluster: str, server: str = "https://127.0.0.1:6443") -> s
     })
 
 
+AZURE_SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000003"
+AZURE_TENANT_ID = "00000000-0000-0000-0000-000000000004"
+
+
+def _arm_id(group: Optional[str], kind: str = "", name: str = "") -> str:
+    """An ARM resource ID in the mock subscription (the group alone when ``kind`` is empty)."""
+    base = f"/subscriptions/{AZURE_SUBSCRIPTION_ID}/resourceGroups/{group}"
+    return f"{base}/providers/{kind}/{name}" if kind else base
+
+
+def _aks_identity(inputs: dict) -> dict:
+    """A managed cluster's ``identity`` as Azure returns it: user-assigned identities become a map by ID."""
+    identity = inputs.get("identity")
+    if not isinstance(identity, dict):
+        return {}
+    assigned = {
+        identity_id: {"principalId": "00000000-0000-0000-0000-0000000000a1",
+                      "clientId": "00000000-0000-0000-0000-0000000000a2"}
+        for identity_id in identity.get("userAssignedIdentities") or []
+    }
+    return {"identity": {**identity, "userAssignedIdentities": assigned, "tenantId": AZURE_TENANT_ID}
+            if assigned else {**identity, "tenantId": AZURE_TENANT_ID}}
+
+
 def _aws_arn(service: str, kind: str) -> Callable[[str, dict], dict]:
     return lambda name, inputs: {"arn": f"arn:aws:{service}:{DEFAULT_REGION}:{ACCOUNT_ID}:{kind}/{name}"}
 
@@ -113,12 +137,42 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     "aws:sqs/queue:Queue": lambda n, i: {"arn": f"arn:aws:sqs:{DEFAULT_REGION}:{ACCOUNT_ID}:{n}",
                                          "url": f"https://sqs.{DEFAULT_REGION}.amazonaws.com/{ACCOUNT_ID}/{n}",
                                          "name": i.get("name", n)},
-    # Azure
-    "azure-native:resources:ResourceGroup": lambda n, i: {"name": i.get("resourceGroupName", n)},
+    # Azure (ids are ARM resource IDs, as azure-native returns them)
+    "azure-native:resources:ResourceGroup": lambda n, i: {
+        "name": i.get("resourceGroupName", n), "id": _arm_id(i.get("resourceGroupName", n))},
+    "azure-native:network:VirtualNetwork": lambda n, i: {
+        "name": i.get("virtualNetworkName", n),
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.Network/virtualNetworks", i.get("virtualNetworkName", n))},
+    "azure-native:network:Subnet": lambda n, i: {
+        "name": i.get("subnetName", n),
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.Network/virtualNetworks",
+                      f"{i.get('virtualNetworkName')}/subnets/{i.get('subnetName', n)}")},
+    "azure-native:managedidentity:UserAssignedIdentity": lambda n, i: {
+        "name": i.get("resourceName", n),
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.ManagedIdentity/userAssignedIdentities",
+                      i.get("resourceName", n)),
+        "principalId": "00000000-0000-0000-0000-0000000000a1", "clientId": "00000000-0000-0000-0000-0000000000a2",
+        "tenantId": AZURE_TENANT_ID},
+    "azure-native:authorization:RoleAssignment": lambda n, i: {
+        "id": f"{i.get('scope', '')}/providers/Microsoft.Authorization/roleAssignments/{n}"},
     "azure-native:containerservice:ManagedCluster": lambda n, i: {
+        **_aks_identity(i),
         "name": i.get("resourceName", n), "fqdn": f"{n}.hcp.westeurope.azmk8s.io",
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.ContainerService/managedClusters",
+                      i.get("resourceName", n)),
         "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://westeurope.oic.prod-aks.azure.com/{n}/"},
-        "nodeResourceGroup": f"MC_{n}"},
+        "nodeResourceGroup": f"MC_{n}", "provisioningState": "Succeeded"},
+    "azure-native:containerservice:AgentPool": lambda n, i: {
+        "name": i.get("agentPoolName", n),
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.ContainerService/managedClusters",
+                      f"{i.get('resourceName')}/agentPools/{i.get('agentPoolName', n)}"),
+        "provisioningState": "Succeeded", "nodeImageVersion": "AKSUbuntu-2204gen2containerd-202611.01.0"},
+    "azure-native:features:SubscriptionFeatureRegistration": lambda n, i: {
+        "name": i.get("featureName", n),
+        "id": f"/subscriptions/{AZURE_SUBSCRIPTION_ID}/providers/Microsoft.Features/featureProviders/"
+              f"{i.get('providerNamespace')}/subscriptionFeatureRegistrations/{i.get('featureName', n)}",
+        "properties": {"state": "Registered", "featureName": i.get("featureName", n),
+                       "providerNamespace": i.get("providerNamespace")}},
     # GCP
     "gcp:container/cluster:Cluster": lambda n, i: {
         "name": i.get("name", n), "endpoint": "34.1.2.3",
@@ -151,7 +205,7 @@ CALLS: dict[str, Callable[[dict], dict]] = {
     "azure-native:containerservice:listManagedClusterUserCredentials": _aks_credentials,
     "azure-native:authorization:getClientConfig": lambda a: {
         "clientId": "00000000-0000-0000-0000-000000000001", "objectId": "00000000-0000-0000-0000-000000000002",
-        "subscriptionId": "00000000-0000-0000-0000-000000000003", "tenantId": "00000000-0000-0000-0000-000000000004"},
+        "subscriptionId": AZURE_SUBSCRIPTION_ID, "tenantId": AZURE_TENANT_ID},
     "gcp:organizations/getClientConfig:getClientConfig": lambda a: {
         "accessToken": "mock", "project": "mock-project", "region": "us-central1", "zone": "us-central1-a"},
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda a: {
@@ -178,6 +232,8 @@ def outputs_for(type_: str, name: str, inputs: dict) -> tuple[str, dict]:
     if type_.startswith("oci:"):
         kind = type_.split(":")[-1].lower()
         resource_id = _oci_id(kind)(name)
+    elif type_.startswith("azure-native:") and "id" in extra:
+        resource_id = extra["id"]
     elif type_.startswith("aws:") and "arn" in extra:
         resource_id = extra.get("name", f"{name}-id") if type_ == "aws:eks/cluster:Cluster" else f"{name}-id"
     else:
@@ -205,6 +261,7 @@ class Registration:
     retain_on_delete: bool = False
     delete_before_replace: bool = False
     ignore_changes: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)
 
     @property
     def parent_name(self) -> str:
@@ -292,6 +349,7 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
                 retain_on_delete=bool(request.retainOnDelete),
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 ignore_changes=list(request.ignoreChanges),
+                replace_on_changes=list(request.replaceOnChanges),
             ))
         return response
 

@@ -170,10 +170,11 @@ def network_profile(pod_cidr: str, service_cidr: str, dns_service_ip: str) -> di
     }
 
 
-def cluster_identity_profiles() -> dict[str, Any]:
-    """Managed identity, OIDC issuer and workload identity: pods get Azure tokens through federated credentials."""
+def cluster_identity_profiles(identity_id: Any) -> dict[str, Any]:
+    """A user-assigned control-plane identity, the OIDC issuer and workload identity (pods get Azure tokens
+    through federated credentials)."""
     return {
-        "identity": {"type": "SystemAssigned"},
+        "identity": {"type": "UserAssigned", "user_assigned_identities": [identity_id]},
         "oidc_issuer_profile": {"enabled": True},
         "security_profile": {"workload_identity": {"enabled": True}},
         "enable_rbac": True,

@@ -1,0 +1,368 @@
+"""Azure: an AKS cluster and its GPU / InfiniBand node pools (pulumi-azure-native 3.29.0, AKS API 2025-09-01).
+
+`AksCluster` creates (or uses) a resource group, a VNet and node subnet, a user-assigned control-plane identity
+with Network Contributor on the subnet, and the managed cluster: a System pool, Azure CNI overlay, OIDC issuer
+and workload identity. Each GPU pool is an `AksGpuNodePool` (``containerservice.AgentPool``) built from a
+`GpuPoolSpec`: VM size, the GPU taint plus user taints, the platform's node labels, cluster-autoscaler bounds,
+spot settings, the GPU driver mode and, for MIG pools, the GPU instance profile.
+
+Decisions live in the pure modules `azure_specs` and `azure_names`; this module only wires resources.
+
+Things AKS fixes at creation (the pool is replaced, deleted first because its name is fixed, when they change):
+VM size, ``gpuProfile.driver`` (AKS only applies it to nodes it creates: ``gpuSoftware: operator`` sets
+``None`` so the GPU Operator owns the driver), ``gpuInstanceProfile``, spot priority / eviction / max price and
+zones.
+
+InfiniBand: pools with ``rdma: true`` on an InfiniBand size (``Standard_ND96isr_H100_v5``...) are labelled
+``gpu-platform.io/rdma=infiniband`` for the NVIDIA Network Operator. AKS only places their nodes on one InfiniBand
+network when the subscription feature ``Microsoft.ContainerService/AKSInfinibandSupport`` is registered; with
+``register_infiniband_feature`` (default) the cluster registers it (a subscription-wide setting, kept when the
+stack is destroyed) and those pools wait for it. Registration can stay ``Pending`` for minutes; Azure's docs then
+re-register the resource provider (``az provider register --namespace Microsoft.ContainerService``). Set it to
+false where the feature is registered already or the deploying identity may not register features.
+"""
+
+import base64
+from typing import Any, Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_azure_native import authorization, containerservice, features, managedidentity, network, resources
+
+from .. import catalog
+from ..config import PlatformConfig
+from ..kube.common import child_opts
+from ..pools import GpuPool, GpuPoolSpec
+from .azure_names import agent_pool_name, dns_prefix
+from .azure_options import INFINIBAND_FEATURE, AzureClusterOptions
+from .azure_specs import (
+    GPU_DRIVER_INSTALL,
+    agent_pool_properties,
+    aks_pool,
+    cluster_identity_profiles,
+    gpu_driver,
+    network_profile,
+    system_pool_profile,
+)
+from .handle import ClusterHandle
+
+NETWORK_CONTRIBUTOR_ROLE = "4d97b98b-1d4f-4787-a291-c67834d212e7"
+"""Built-in role the control-plane identity needs on the node subnet (join VMSS NICs, internal load balancers)."""
+# Properties AKS only honours at pool creation; a change must recreate the pool rather than update it in place.
+CREATE_TIME_POOL_PROPERTIES = [
+    "vmSize", "gpuProfile", "gpuInstanceProfile", "scaleSetPriority", "scaleSetEvictionPolicy", "spotMaxPrice",
+    "availabilityZones",
+]
+
+
+class AksGpuNodePoolArgs(TypedDict, total=False):
+    """Arguments of `AksGpuNodePool`: the cloud-neutral pool, then AKS's own settings."""
+
+    pool: GpuPoolSpec
+    """The GPU pool (VM size, GPU model, min/max nodes, sharing, RDMA, spot, labels, taints)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster (set by `AksCluster` for its own pools)."""
+    cluster_name: pulumi.Input[str]
+    """Managed cluster resource name (set by `AksCluster` for its own pools)."""
+    agent_pool_name: str
+    """AKS agent pool name. Default: derived from the pool name (`azure_names.agent_pool_name`)."""
+    os_sku: str
+    """``Ubuntu`` (default), ``Ubuntu2204``, ``AzureLinux`` or ``AzureLinux3``."""
+    vnet_subnet_id: pulumi.Input[str]
+    """Node subnet. Default: the cluster's (set by `AksCluster`)."""
+    gpu_driver: str
+    """``Install`` (default: AKS installs the NVIDIA driver) or ``None`` (the GPU Operator installs it).
+    Create-time only: changing it replaces the pool."""
+    spot_max_price: float
+    """Spot pools: max USD per node-hour; default -1 (up to the on-demand price, never evicted for price)."""
+    spot_eviction_policy: str
+    """Spot pools: ``Delete`` (default) or ``Deallocate``."""
+    availability_zones: list[str]
+    """Availability zones (``1``, ``2``, ``3``). Default: AKS's choice (regional)."""
+    os_disk_size_gb: int
+    """OS disk size. Default: AKS's default for the VM size."""
+    kubernetes_version: str
+    """Pool Kubernetes version (``1.34``). Default: the control plane's."""
+    initial_nodes: int
+    """Nodes at creation. Default: the pool's min nodes; afterwards the cluster autoscaler owns the count."""
+
+
+class AksGpuNodePool(pulumi.ComponentResource):
+    """One AKS GPU node pool: an autoscaled, tainted and labelled ``containerservice.AgentPool``."""
+
+    pool: GpuPool
+    """The pool as AKS runs it (spot pools carry AKS's spot taint)."""
+    agent_pool: containerservice.AgentPool
+    agent_pool_name: pulumi.Output[str]
+    agent_pool_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: AksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:AksGpuNodePool", name, {}, opts)
+        self.pool = aks_pool(GpuPool.from_spec(args["pool"]))
+        properties = agent_pool_properties(
+            self.pool,
+            agent_pool_name=args.get("agent_pool_name") or agent_pool_name(self.pool.name),
+            os_sku=args.get("os_sku", AzureClusterOptions.os_sku),
+            driver=args.get("gpu_driver", GPU_DRIVER_INSTALL),
+            spot_max_price=args.get("spot_max_price"),
+            spot_eviction_policy=args.get("spot_eviction_policy"),
+            zones=args.get("availability_zones", []),
+            os_disk_size_gb=args.get("os_disk_size_gb"),
+            initial_nodes=args.get("initial_nodes"),
+        )
+        optional = {k: args[k] for k in ("vnet_subnet_id",) if args.get(k) is not None}
+        if args.get("kubernetes_version"):
+            optional["orchestrator_version"] = args["kubernetes_version"]
+        self.agent_pool = containerservice.AgentPool(
+            f"{name}-pool",
+            resource_group_name=args["resource_group_name"],
+            resource_name_=args["cluster_name"],
+            **properties,
+            **optional,
+            opts=child_opts(
+                self, opts,
+                # The cluster autoscaler owns the node count once the pool exists.
+                ignore_changes=["count"],
+                replace_on_changes=CREATE_TIME_POOL_PROPERTIES,
+                # The agent pool name is fixed, so the old pool must go before its replacement is created.
+                delete_before_replace=True,
+            ),
+        )
+        self.agent_pool_name = self.agent_pool.name
+        self.agent_pool_id = self.agent_pool.id
+        self.register_outputs({"agent_pool_name": self.agent_pool_name, "agent_pool_id": self.agent_pool_id})
+
+
+class AksClusterArgs(TypedDict, total=False):
+    """Arguments of `AksCluster`. Only ``location`` is required; defaults match `AzureClusterOptions`."""
+
+    location: pulumi.Input[str]
+    """Azure region (``westeurope``)."""
+    kubernetes_version: str
+    """Kubernetes minor version (``1.34``); AKS picks its latest GA patch."""
+    resource_group_name: pulumi.Input[str]
+    """Existing resource group. Default: a new one."""
+    cluster_name: str
+    """Managed cluster resource name. Default: Pulumi auto-name."""
+    vnet_subnet_id: pulumi.Input[str]
+    """Existing node subnet. Default: a new VNet and subnet."""
+    vnet_address_space: str
+    """New VNet's address space. Default ``10.224.0.0/12`` (AKS's own default)."""
+    subnet_address_prefix: str
+    """New node subnet. Default ``10.224.0.0/16``."""
+    pod_cidr: str
+    """Azure CNI overlay pod range. Default ``10.244.0.0/16``."""
+    service_cidr: str
+    """Service range. Default ``10.0.0.0/16``."""
+    dns_service_ip: str
+    """Cluster DNS service IP inside ``service_cidr``. Default ``10.0.0.10``."""
+    os_sku: str
+    """Node OS of the System pool (and the GPU pools' default). Default ``Ubuntu``."""
+    system_pool_vm_size: str
+    """System pool VM size. Default ``Standard_D4ds_v5``."""
+    system_pool_min_nodes: int
+    """System pool autoscaler minimum. Default 2."""
+    system_pool_max_nodes: int
+    """System pool autoscaler maximum. Default 3."""
+    sku_tier: str
+    """``Free``, ``Standard`` (default; uptime SLA) or ``Premium``."""
+    gpu_pools: list[AksGpuNodePoolArgs]
+    """GPU pools; their ``resource_group_name``, ``cluster_name`` and default subnet come from the cluster."""
+    register_infiniband_feature: bool
+    """Register ``AKSInfinibandSupport`` when a pool is an InfiniBand pool. Default true."""
+    tags: dict[str, str]
+    """Tags on the resource group, network, identity and cluster."""
+
+
+class AksCluster(pulumi.ComponentResource):
+    """An AKS cluster with GPU node pools, its kubeconfig and a Kubernetes provider."""
+
+    resource_group: Optional[resources.ResourceGroup]
+    """The created resource group (None when one was given)."""
+    virtual_network: Optional[network.VirtualNetwork]
+    subnet: Optional[network.Subnet]
+    identity: managedidentity.UserAssignedIdentity
+    managed_cluster: containerservice.ManagedCluster
+    infiniband_feature: Optional[features.SubscriptionFeatureRegistration]
+    node_pools: dict[str, AksGpuNodePool]
+    """GPU node pool components by pool name."""
+    gpu_pools: list[GpuPool]
+    resource_group_name: pulumi.Output[str]
+    cluster_name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    """The cluster user kubeconfig (a secret)."""
+    oidc_issuer_url: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: AksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:AksCluster", name, {}, opts)
+        defaults = AzureClusterOptions()
+        location = args["location"]
+        tags = args.get("tags", {})
+        version = args.get("kubernetes_version")
+
+        self.resource_group = None
+        if args.get("resource_group_name") is None:
+            self.resource_group = resources.ResourceGroup(
+                f"{name}-rg", location=location, tags=tags, opts=child_opts(self, opts))
+        group_name = self.resource_group.name if self.resource_group else args["resource_group_name"]
+
+        self.virtual_network, self.subnet = None, None
+        subnet_id = args.get("vnet_subnet_id")
+        if subnet_id is None:
+            self.virtual_network = network.VirtualNetwork(
+                f"{name}-vnet", resource_group_name=group_name, location=location, tags=tags,
+                address_space={"address_prefixes": [args.get("vnet_address_space", defaults.vnet_address_space)]},
+                opts=child_opts(self, opts))
+            self.subnet = network.Subnet(
+                f"{name}-nodes", resource_group_name=group_name, virtual_network_name=self.virtual_network.name,
+                address_prefix=args.get("subnet_address_prefix", defaults.subnet_address_prefix),
+                opts=child_opts(self, opts))
+            subnet_id = self.subnet.id
+
+        # A user-assigned control-plane identity exists before the cluster, so its role on the subnet can too.
+        self.identity = managedidentity.UserAssignedIdentity(
+            f"{name}-identity", resource_group_name=group_name, location=location, tags=tags,
+            opts=child_opts(self, opts))
+        client = authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        self.subnet_role = authorization.RoleAssignment(
+            f"{name}-subnet-network-contributor",
+            principal_id=self.identity.principal_id,
+            principal_type="ServicePrincipal",
+            role_definition_id=client.subscription_id.apply(
+                lambda sub: f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/"
+                            f"{NETWORK_CONTRIBUTOR_ROLE}"),
+            scope=subnet_id,
+            opts=child_opts(self, opts))
+
+        os_sku = args.get("os_sku", defaults.os_sku)
+        system_pool = system_pool_profile(
+            args.get("system_pool_vm_size", defaults.system_pool_vm_size),
+            args.get("system_pool_min_nodes", defaults.system_pool_min_nodes),
+            args.get("system_pool_max_nodes", defaults.system_pool_max_nodes), os_sku)
+        system_pool["vnet_subnet_id"] = subnet_id
+        if version:
+            system_pool["orchestrator_version"] = version
+        cluster_optional: dict[str, Any] = {"kubernetes_version": version} if version else {}
+        if args.get("cluster_name"):
+            cluster_optional["resource_name_"] = args["cluster_name"]
+        self.managed_cluster = containerservice.ManagedCluster(
+            f"{name}-aks",
+            resource_group_name=group_name,
+            location=location,
+            dns_prefix=dns_prefix(name),
+            agent_pool_profiles=[system_pool],
+            network_profile=network_profile(
+                args.get("pod_cidr", defaults.pod_cidr), args.get("service_cidr", defaults.service_cidr),
+                args.get("dns_service_ip", defaults.dns_service_ip)),
+            sku={"name": "Base", "tier": args.get("sku_tier", defaults.sku_tier)},
+            tags=tags,
+            **cluster_identity_profiles(self.identity.id),
+            **cluster_optional,
+            opts=child_opts(
+                self, opts, depends_on=[self.subnet_role],
+                # The cluster autoscaler owns the System pool's node count.
+                ignore_changes=["agentPoolProfiles[0].count"]),
+        )
+        self.resource_group_name = pulumi.Output.from_input(group_name)
+        self.cluster_name = self.managed_cluster.name
+        self.oidc_issuer_url = self.managed_cluster.oidc_issuer_profile.apply(
+            lambda profile: (profile or {}).get("issuer_url") or "")
+
+        pools = [aks_pool(GpuPool.from_spec(p["pool"])) for p in args.get("gpu_pools", [])]
+        self.infiniband_feature = None
+        if args.get("register_infiniband_feature", True) and any(
+                p.rdma_fabric == catalog.INFINIBAND for p in pools):
+            self.infiniband_feature = features.SubscriptionFeatureRegistration(
+                f"{name}-infiniband-feature",
+                provider_namespace="Microsoft.ContainerService",
+                feature_name=INFINIBAND_FEATURE,
+                # Subscription-wide: other clusters may rely on it, so destroying this stack keeps it.
+                opts=child_opts(self, opts, retain_on_delete=True))
+
+        self.node_pools = {}
+        previous: list[pulumi.Resource] = []
+        for pool, pool_args in zip(pools, args.get("gpu_pools", []), strict=True):
+            waits = list(previous)
+            if self.infiniband_feature is not None and pool.rdma_fabric == catalog.INFINIBAND:
+                waits.append(self.infiniband_feature)
+            component = AksGpuNodePool(
+                f"{name}-{pool.name}",
+                {"vnet_subnet_id": subnet_id, "os_sku": os_sku, **({"kubernetes_version": version} if version else {}),
+                 **pool_args, "resource_group_name": group_name, "cluster_name": self.managed_cluster.name},
+                # AKS rejects a pool operation while another one on the cluster is running
+                # ("Another agentpool operation ... is in progress"), so pools are created one after another.
+                opts=child_opts(self, opts, depends_on=waits))
+            self.node_pools[pool.name] = component
+            previous = [component.agent_pool]
+        self.gpu_pools = [component.pool for component in self.node_pools.values()]
+
+        credentials = containerservice.list_managed_cluster_user_credentials_output(
+            resource_group_name=group_name, resource_name=self.managed_cluster.name,
+            opts=pulumi.InvokeOutputOptions(parent=self))
+        self.kubeconfig = pulumi.Output.secret(credentials.kubeconfigs.apply(_decode_kubeconfig))
+        self.provider = k8s.Provider(
+            f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True, opts=child_opts(self, opts))
+        self.register_outputs({
+            "resource_group_name": self.resource_group_name,
+            "cluster_name": self.cluster_name,
+            "kubeconfig": self.kubeconfig,
+            "oidc_issuer_url": self.oidc_issuer_url,
+            "node_resource_group": self.managed_cluster.node_resource_group,
+            "gpu_pools": [p.name for p in self.gpu_pools],
+            "agent_pool_names": {n: c.agent_pool_name for n, c in self.node_pools.items()},
+        })
+
+
+def _decode_kubeconfig(kubeconfigs: Any) -> str:
+    """The first credential of ``listManagedClusterUserCredentials``, base64-decoded (AKS returns it encoded)."""
+    first = kubeconfigs[0]
+    value = first["value"] if isinstance(first, dict) else first.value
+    return base64.b64decode(value).decode("utf-8")
+
+
+def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
+    """The AKS cluster of a stack: `AksCluster` built from the validated `PlatformConfig`."""
+    options: AzureClusterOptions = config.cluster_options
+    driver = gpu_driver(config.gpu_software)
+    pools: list[AksGpuNodePoolArgs] = []
+    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
+        pool_options = pool_config.cloud_options
+        entry = AksGpuNodePoolArgs(pool=pool.spec(), agent_pool_name=pool_options.agent_pool_name,
+                                   os_sku=pool_options.os_sku or options.os_sku, gpu_driver=driver)
+        optional = {
+            "spot_max_price": pool_options.spot_max_price,
+            "spot_eviction_policy": pool_options.spot_eviction_policy,
+            "os_disk_size_gb": pool_options.os_disk_size_gb,
+            "initial_nodes": pool_config.desired_nodes,
+            "availability_zones": list(pool_config.zones) or None,
+        }
+        entry.update({k: v for k, v in optional.items() if v is not None})  # type: ignore[typeddict-item]
+        pools.append(entry)
+    cluster_args = AksClusterArgs(
+        location=config.region, kubernetes_version=config.kubernetes_version, os_sku=options.os_sku,
+        vnet_address_space=options.vnet_address_space, subnet_address_prefix=options.subnet_address_prefix,
+        pod_cidr=options.pod_cidr, service_cidr=options.service_cidr, dns_service_ip=options.dns_service_ip,
+        system_pool_vm_size=options.system_pool_vm_size, system_pool_min_nodes=options.system_pool_min_nodes,
+        system_pool_max_nodes=options.system_pool_max_nodes, sku_tier=options.sku_tier, gpu_pools=pools,
+        register_infiniband_feature=options.register_infiniband_feature,
+        tags={"gpu-platform-stack": config.stack},
+    )
+    for key in ("resource_group_name", "cluster_name", "vnet_subnet_id"):
+        if getattr(options, key) is not None:
+            cluster_args[key] = getattr(options, key)  # type: ignore[literal-required]
+    cluster = AksCluster(name, cluster_args, opts=opts)
+    return ClusterHandle(
+        cloud="azure",
+        cluster_name=cluster.cluster_name,
+        kubeconfig=cluster.kubeconfig,
+        provider=cluster.provider,
+        pools=cluster.gpu_pools,
+        node_pool_ids={n: c.agent_pool_id for n, c in cluster.node_pools.items()},
+        outputs={
+            "resourceGroupName": cluster.resource_group_name,
+            "oidcIssuerUrl": cluster.oidc_issuer_url,
+            "nodeResourceGroup": cluster.managed_cluster.node_resource_group,
+        },
+        ready=[c.agent_pool for c in cluster.node_pools.values()],
+    )
