@@ -189,6 +189,36 @@ def _oci_id(kind: str) -> Callable[[str], str]:
     return lambda name: f"ocid1.{kind}.oc1.iad.{name}"
 
 
+OKE_VERSIONS = ("v1.32.1", "v1.33.1", "v1.34.1", "v1.34.2")
+"""Kubernetes versions the OKE option mocks offer."""
+
+
+def _oke_node_pool_options(args: dict) -> dict:
+    """OKE node pool options as the API lists them: per version an Oracle Linux 8 and 9 GPU image (older and
+    newer build), a CPU image and an Arm image, named the way OKE names its images."""
+    wanted = args.get("nodePoolK8sVersion")
+    sources = []
+    for version in OKE_VERSIONS:
+        if wanted and wanted != version:
+            continue
+        plain, build = version.lstrip("v"), 1000 + int(version.rsplit(".", 1)[-1])
+        tag = plain.replace(".", "-")
+        sources += [
+            {"sourceType": "IMAGE", "imageId": f"ocid1.image.oc1.iad.ol8-gpu-{tag}",
+             "sourceName": f"Oracle-Linux-8.10-Gen2-GPU-2026.09.15-0-OKE-{plain}-{build}"},
+            {"sourceType": "IMAGE", "imageId": f"ocid1.image.oc1.iad.ol9-gpu-{tag}",
+             "sourceName": f"Oracle-Linux-9.6-Gen2-GPU-2026.10.01-0-OKE-{plain}-{build}"},
+            {"sourceType": "IMAGE", "imageId": f"ocid1.image.oc1.iad.ol8-cpu-{tag}",
+             "sourceName": f"Oracle-Linux-8.10-2026.10.01-0-OKE-{plain}-{build}"},
+            {"sourceType": "IMAGE", "imageId": f"ocid1.image.oc1.iad.ol8-arm-{tag}",
+             "sourceName": f"Oracle-Linux-8.10-aarch64-2026.10.01-0-OKE-{plain}-{build}"},
+        ]
+    return {"id": args.get("nodePoolOptionId", "all"), "nodePoolOptionId": args.get("nodePoolOptionId", "all"),
+            "sources": sources, "kubernetesVersions": list(OKE_VERSIONS),
+            "shapes": ["VM.GPU.A10.1", "VM.GPU.A10.2", "BM.GPU.A10.4", "BM.GPU.H100.8", "BM.GPU.H200.8"],
+            "images": []}
+
+
 def _aks_credentials(args: dict) -> dict:
     kubeconfig = sample_kubeconfig(args.get("resourceName", "aks"))
     return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
@@ -213,14 +243,17 @@ CALLS: dict[str, Callable[[dict], dict]] = {
                                 for i in (1, 2, 3)]},
     "oci:ContainerEngine/getClusterKubeConfig:getClusterKubeConfig": lambda a: {
         "content": sample_kubeconfig(a.get("clusterId", "oke")), "clusterId": a.get("clusterId")},
-    "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda a: {
-        "sources": [
-            {"imageId": "ocid1.image.oc1.iad.gpu-ol8", "sourceType": "IMAGE",
-             "sourceName": "Oracle-Linux-8.10-Gen2-GPU-2026.10.01-0-OKE-1.34.1-1000"},
-            {"imageId": "ocid1.image.oc1.iad.cpu-ol8", "sourceType": "IMAGE",
-             "sourceName": "Oracle-Linux-8.10-2026.10.01-0-OKE-1.34.1-1000"},
-        ],
-        "kubernetesVersions": ["v1.33.1", "v1.34.1"], "shapes": [], "images": []},
+    "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda a: _oke_node_pool_options(a),
+    "oci:ContainerEngine/getClusterOption:getClusterOption": lambda a: {
+        "clusterOptionId": a.get("clusterOptionId"), "kubernetesVersions": list(OKE_VERSIONS),
+        "clusterPodNetworkOptions": [{"cniType": "OCI_VCN_IP_NATIVE"}, {"cniType": "FLANNEL_OVERLAY"}]},
+    "oci:Core/getServices:getServices": lambda a: {"services": [
+        {"id": "ocid1.service.oc1.iad.all-services", "name": "All IAD Services In Oracle Services Network",
+         "cidrBlock": "all-iad-services-in-oracle-services-network",
+         "description": "All IAD Services In Oracle Services Network"},
+        {"id": "ocid1.service.oc1.iad.objectstorage", "name": "OCI IAD Object Storage",
+         "cidrBlock": "oci-iad-objectstorage", "description": "OCI IAD Object Storage"},
+    ]},
     "kubernetes:yaml:decode": lambda a: {"result": []},
 }
 """Answers per invoke token. Extend it for the data sources your own stack calls."""
