@@ -1,18 +1,214 @@
-"""Configuration keys of the oci cloud layer, parsed without the cloud SDK.
+"""Configuration keys of the OCI (OKE) cloud layer, parsed without the cloud SDK.
 
-Extend `CLUSTER_KEYS` / `POOL_KEYS` and the two parse functions with every key the oci layer reads.
+Cluster keys (top level of the ``gpu-platform`` namespace):
+
+- ``vcnCidr``: CIDR of the VCN the platform creates (default ``10.0.0.0/16``; a /16 or larger).
+- ``vcnId`` with ``endpointSubnetId``, ``workerSubnetId``, ``podSubnetId``, ``loadBalancerSubnetId``: use an
+  existing VCN instead (all five together; the subnets, gateways and security rules are then the owner's job).
+- ``publicEndpoint``: give the Kubernetes API endpoint a public IP (default ``true``: ``pulumi up`` reaches it).
+- ``apiAllowedCidrs``: CIDRs allowed to reach a public API endpoint (default ``["0.0.0.0/0"]``).
+- ``availabilityDomains``: AD numbers (``1``..``3``) node pools are spread over (default: every AD of the region).
+- ``kubernetesPatchVersion``: exact OKE version (``v1.34.1``); default: the newest patch of ``kubernetesVersion``.
+
+Pool keys (per ``nodePools[]`` entry):
+
+- ``imageId``: node image OCID; default: the newest OKE GPU image for the version. Required with ``rdma: true``
+  (OKE's Oracle Linux GPU images carry no RDMA/OFED stack; oracle-quickstart/oci-hpc-oke only supports its
+  custom Ubuntu DOCA-OFED images on RDMA pools).
+- ``bootVolumeSizeGiB``: boot volume (default 512: GPU images plus multi-GB model/training container images).
+- ``computeClusterId``: join an existing compute cluster instead of creating one (``rdma: true`` only).
+- ``zones`` (shared key): AD numbers or AD names (``Uocm:US-ASHBURN-AD-2``) for this pool; one for RDMA pools.
+- ``spot`` (shared key) maps to OCI preemptible capacity, which OCI offers on VM shapes only.
 """
 
+import ipaddress
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
-CLUSTER_KEYS: set[str] = set()
-POOL_KEYS: set[str] = set()
+from ..config import ConfigError, join, read_bool, read_int, read_list, read_str
+
+CLUSTER_KEYS = {
+    "vcnCidr", "vcnId", "endpointSubnetId", "workerSubnetId", "podSubnetId", "loadBalancerSubnetId",
+    "publicEndpoint", "apiAllowedCidrs", "availabilityDomains", "kubernetesPatchVersion",
+}
+POOL_KEYS = {"imageId", "bootVolumeSizeGiB", "computeClusterId"}
+
+DEFAULT_VCN_CIDR = "10.0.0.0/16"
+DEFAULT_BOOT_VOLUME_GIB = 512
+# OCI block volume limits for boot volumes (pulumi_oci NodePoolNodeSourceDetails: "Minimum value is 50 GB").
+MIN_BOOT_VOLUME_GIB = 50
+MAX_BOOT_VOLUME_GIB = 32768
+MAX_AVAILABILITY_DOMAINS = 3
+SUBNET_KEYS = ("endpointSubnetId", "workerSubnetId", "podSubnetId", "loadBalancerSubnetId")
+PATCH_VERSION = re.compile(r"^v(1\.\d+)\.\d+$")
+AD_NAME = re.compile(r"^(?:[A-Za-z0-9]+:)?[A-Z0-9-]+-AD-([1-9])$")
 
 
-def parse_cluster_options(raw: Mapping, config: Any) -> Any:
-    return None
+def ocid_pattern(kind: str) -> re.Pattern:
+    """``ocid1.<kind>.<realm>.[region][.future].<unique id>`` (Oracle's documented OCID syntax)."""
+    return re.compile(rf"^ocid1\.{re.escape(kind)}\.oc\d+\.[a-z0-9-]*(\.[a-z0-9-]*)?\.[a-z0-9]+$")
 
 
-def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> Any:
-    return None
+def read_ocid(raw: Mapping, key: str, path: str, kind: str) -> Optional[str]:
+    """An optional OCID of one resource kind, rejected with its path when malformed or of another kind."""
+    value = read_str(raw, key, path, None)
+    if value is None:
+        return None
+    if not ocid_pattern(kind).match(value):
+        found = value.split(".")[1] if value.startswith("ocid1.") and value.count(".") >= 2 else None
+        reason = f"is a {found} OCID" if found and found != kind else "is not a valid OCID"
+        raise ConfigError(join(path, key), f"'{value}' {reason}; expected ocid1.{kind}.oc1..<unique id>")
+    return value
+
+
+@dataclass(frozen=True)
+class OciClusterOptions:
+    """Network and version settings of the OKE cluster."""
+
+    vcn_cidr: str = DEFAULT_VCN_CIDR
+    """CIDR of the VCN the platform creates."""
+    vcn_id: Optional[str] = None
+    """Existing VCN to use (then every subnet id below is set)."""
+    endpoint_subnet_id: Optional[str] = None
+    """Existing subnet of the Kubernetes API endpoint."""
+    worker_subnet_id: Optional[str] = None
+    """Existing subnet of the worker nodes."""
+    pod_subnet_id: Optional[str] = None
+    """Existing subnet pods take their VCN-native IPs from."""
+    load_balancer_subnet_id: Optional[str] = None
+    """Existing subnet of Service load balancers."""
+    public_endpoint: bool = True
+    """Public IP on the Kubernetes API endpoint."""
+    api_allowed_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    """CIDRs that may reach a public Kubernetes API endpoint."""
+    availability_domains: tuple[int, ...] = ()
+    """AD numbers pools spread over; empty: every AD of the region."""
+    kubernetes_patch_version: Optional[str] = None
+    """Exact OKE version (``v1.34.1``); None: the newest patch of the configured minor version."""
+
+    @property
+    def existing_vcn(self) -> bool:
+        return self.vcn_id is not None
+
+
+@dataclass(frozen=True)
+class OciPoolOptions:
+    """OKE settings of one GPU node pool."""
+
+    image_id: Optional[str] = None
+    """Node image OCID; None: the newest OKE GPU image for the cluster's version."""
+    boot_volume_size_gib: int = DEFAULT_BOOT_VOLUME_GIB
+    """Boot volume size in GiB."""
+    availability_domains: tuple[int, ...] = ()
+    """AD numbers of this pool; empty: the cluster's (RDMA pools: the first of them)."""
+    compute_cluster_id: Optional[str] = None
+    """Existing compute cluster an RDMA pool joins; None: the pool creates its own."""
+    preemptible: bool = False
+    """Preemptible capacity (the pool's ``spot``)."""
+
+
+def _cidr(value: str, path: str) -> ipaddress.IPv4Network:
+    try:
+        return ipaddress.IPv4Network(value, strict=True)
+    except ValueError as err:
+        raise ConfigError(path, f"'{value}' is not an IPv4 CIDR block ({err})") from None
+
+
+def _ad_number(value: Any, path: str) -> int:
+    """``2``, ``"2"`` or ``"Uocm:US-ASHBURN-AD-2"`` -> 2 (AD name prefixes differ per tenancy; the number does not)."""
+    text = str(value).strip()
+    match = AD_NAME.match(text)
+    number = int(match.group(1)) if match else (int(text) if text.isdigit() else None)
+    if number is None or not 1 <= number <= MAX_AVAILABILITY_DOMAINS:
+        raise ConfigError(path, f"'{value}' is not an availability domain; use 1, 2 or 3 or a name ending in -AD-<n>")
+    return number
+
+
+def _ad_numbers(values: list, path: str) -> tuple[int, ...]:
+    numbers = tuple(_ad_number(v, join(path, i)) for i, v in enumerate(values))
+    if len(set(numbers)) != len(numbers):
+        raise ConfigError(path, f"lists an availability domain twice: {list(numbers)}")
+    return numbers
+
+
+def parse_cluster_options(raw: Mapping, config: Any) -> OciClusterOptions:
+    vcn_id = read_ocid(raw, "vcnId", "", "vcn")
+    subnets = {key: read_ocid(raw, key, "", "subnet") for key in SUBNET_KEYS}
+    if vcn_id is not None:
+        missing = [key for key, value in subnets.items() if value is None]
+        if missing:
+            raise ConfigError(missing[0], "is required with vcnId (an existing VCN needs all of "
+                                          f"{', '.join(SUBNET_KEYS)})")
+        if "vcnCidr" in raw:
+            raise ConfigError("vcnCidr", "applies to the VCN the platform creates; remove it or remove vcnId")
+    else:
+        given = [key for key, value in subnets.items() if value is not None]
+        if given:
+            raise ConfigError(given[0], "needs vcnId: subnets are only given together with an existing VCN")
+    vcn_cidr = read_str(raw, "vcnCidr", "", DEFAULT_VCN_CIDR)
+    network = _cidr(vcn_cidr, "vcnCidr")
+    if network.prefixlen > 16:
+        raise ConfigError("vcnCidr", f"'{vcn_cidr}' is too small; the API, worker, pod and load-balancer "
+                                     "subnets need a /16 or larger")
+    if not network.is_private:
+        raise ConfigError("vcnCidr", f"'{vcn_cidr}' is not a private (RFC 1918) range")
+    public = read_bool(raw, "publicEndpoint", "", True)
+    allowed_raw = read_list(raw, "apiAllowedCidrs", "")
+    if allowed_raw and not public:
+        raise ConfigError("apiAllowedCidrs", "only applies with publicEndpoint: true")
+    allowed = tuple(str(_cidr(str(c), join("apiAllowedCidrs", i))) for i, c in enumerate(allowed_raw)) or ("0.0.0.0/0",)
+    patch = read_str(raw, "kubernetesPatchVersion", "", None)
+    if patch is not None:
+        match = PATCH_VERSION.match(patch)
+        if not match:
+            raise ConfigError("kubernetesPatchVersion", f"'{patch}' is not an OKE version such as v1.34.1")
+        if match.group(1) != config.kubernetes_version:
+            raise ConfigError("kubernetesPatchVersion",
+                              f"'{patch}' does not match kubernetesVersion '{config.kubernetes_version}'")
+    return OciClusterOptions(
+        vcn_cidr=str(network),
+        vcn_id=vcn_id,
+        endpoint_subnet_id=subnets["endpointSubnetId"],
+        worker_subnet_id=subnets["workerSubnetId"],
+        pod_subnet_id=subnets["podSubnetId"],
+        load_balancer_subnet_id=subnets["loadBalancerSubnetId"],
+        public_endpoint=public,
+        api_allowed_cidrs=allowed,
+        availability_domains=_ad_numbers(read_list(raw, "availabilityDomains", ""), "availabilityDomains"),
+        kubernetes_patch_version=patch,
+    )
+
+
+def is_bare_metal(shape_name: str) -> bool:
+    """OCI shape names start with ``BM.`` for bare metal and ``VM.`` for virtual machines."""
+    return shape_name.startswith("BM.")
+
+
+def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> OciPoolOptions:
+    image_id = read_ocid(raw, "imageId", path, "image")
+    if pool.rdma and image_id is None:
+        raise ConfigError(join(path, "imageId"),
+                          "is required with rdma: true; OKE's Oracle Linux GPU images have no RDMA (OFED) stack, "
+                          "import an RDMA-ready image (oracle-quickstart/oci-hpc-oke docs/worker-node-images.md)")
+    compute_cluster_id = read_ocid(raw, "computeClusterId", path, "computecluster")
+    if compute_cluster_id is not None and not pool.rdma:
+        raise ConfigError(join(path, "computeClusterId"), "only applies with rdma: true")
+    if pool.spot and is_bare_metal(pool.instance_type):
+        raise ConfigError(join(path, "spot"), f"OCI preemptible capacity does not support bare metal shapes "
+                                              f"such as '{pool.instance_type}'; use a VM.GPU shape or spot: false")
+    zones = _ad_numbers(list(pool.zones), join(path, "zones"))
+    if pool.rdma and len(zones) > 1:
+        raise ConfigError(join(path, "zones"), f"an RDMA pool's compute cluster lives in one availability domain, "
+                                               f"got {len(zones)}")
+    boot = read_int(raw, "bootVolumeSizeGiB", path, DEFAULT_BOOT_VOLUME_GIB, minimum=MIN_BOOT_VOLUME_GIB)
+    if boot > MAX_BOOT_VOLUME_GIB:
+        raise ConfigError(join(path, "bootVolumeSizeGiB"), f"must be <= {MAX_BOOT_VOLUME_GIB} (32 TB), got {boot}")
+    return OciPoolOptions(
+        image_id=image_id,
+        boot_volume_size_gib=boot,
+        availability_domains=zones,
+        compute_cluster_id=compute_cluster_id,
+        preemptible=pool.spot,
+    )

@@ -1,0 +1,373 @@
+"""Oracle Cloud: an enhanced OKE cluster with VCN-native pod networking, and GPU / RoCEv2 RDMA node pools.
+
+`OkeCluster` builds (or reuses) the VCN, the cluster, its kubeconfig and a Kubernetes provider.
+`OkeGpuNodePool` is one ``oci.containerengine.NodePool`` of a catalogued GPU shape: the OKE GPU image looked up
+for the Kubernetes version (or a given image), taints through kubelet ``--register-with-taints`` in cloud-init
+(OKE node pools have no taint field), labels through ``initial_node_labels``, and on ``rdma`` pools an
+``oci.core.ComputeCluster`` in one availability domain that the nodes join for the RoCEv2 cluster network.
+"""
+
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_oci as oci
+
+from .. import catalog, labels
+from ..config import PlatformConfig
+from ..kube.common import child_opts
+from ..pools import GpuPool, GpuPoolSpec
+from . import oci_cloud_init, oci_images, oci_network, oci_rdma
+from .handle import ClusterHandle
+from .oci_options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, OciPoolOptions
+from .oci_vcn import OkeVcn
+
+ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
+VCN_NATIVE_CNI = "OCI_VCN_IP_NATIVE"
+KUBECONFIG_TOKEN_VERSION = "2.0.0"
+IMAGE_SOURCE = "IMAGE"
+PREEMPTION_ACTION = "TERMINATE"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure decisions
+
+
+def node_labels(pool: GpuPool, disable_oke_device_plugin: bool) -> list[dict[str, str]]:
+    """``initial_node_labels`` of a pool: the platform's labels, plus OKE's switch that stops its own NVIDIA
+    device plugin when the GPU Operator or our device plugin owns the GPUs."""
+    node = dict(pool.labels)
+    if disable_oke_device_plugin:
+        node[labels.OKE_DISABLE_GPU_DEVICE_PLUGIN_LABEL] = "true"
+    return [{"key": k, "value": v} for k, v in sorted(node.items())]
+
+
+def placement_configs(availability_domains: list[str], subnet_id: str, preemptible: bool) -> list[dict]:
+    """One placement per availability domain, all in the (regional) worker subnet."""
+    placement = []
+    for ad in availability_domains:
+        config = {"availability_domain": ad, "subnet_id": subnet_id}
+        if preemptible:
+            config["preemptible_node_config"] = {
+                "preemption_action": {"type": PREEMPTION_ACTION, "is_preserve_boot_volume": False}}
+        placement.append(config)
+    return placement
+
+
+def select_availability_domains(names: list[str], numbers: tuple[int, ...]) -> list[str]:
+    """AD names (``Uocm:US-ASHBURN-AD-2``) for AD numbers; every AD of the region when ``numbers`` is empty."""
+    by_number = {int(n.rsplit("-", 1)[-1]): n for n in names if n.rsplit("-", 1)[-1].isdigit()}
+    if not numbers:
+        return [by_number[k] for k in sorted(by_number)] or list(names)
+    missing = [n for n in numbers if n not in by_number]
+    if missing:
+        raise ValueError(f"availability domain(s) {missing} do not exist in this region; it has {sorted(by_number)}")
+    return [by_number[n] for n in numbers]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Cluster
+
+
+class OkeClusterArgs(TypedDict, total=False):
+    """Arguments of `OkeCluster`."""
+
+    compartment_id: pulumi.Input[str]
+    """Compartment OCID of the cluster and of the network it creates."""
+    kubernetes_version: str
+    """A minor version (``1.34``: the newest OKE patch of it) or an exact OKE version (``v1.34.1``)."""
+    cluster_name: str
+    """OKE cluster name. Default: the component name."""
+    vcn_cidr: str
+    """CIDR of the VCN to create (ignored with ``vcn_id``). Default ``10.0.0.0/16``."""
+    vcn_id: pulumi.Input[str]
+    """Existing VCN; then all four subnet ids below are required and no network resource is created."""
+    endpoint_subnet_id: pulumi.Input[str]
+    """Existing subnet of the Kubernetes API endpoint."""
+    worker_subnet_id: pulumi.Input[str]
+    """Existing subnet of the worker nodes."""
+    pod_subnet_id: pulumi.Input[str]
+    """Existing subnet pods take VCN-native IPs from."""
+    load_balancer_subnet_id: pulumi.Input[str]
+    """Existing subnet of Service load balancers."""
+    public_endpoint: bool
+    """Public IP on the Kubernetes API endpoint (the kubeconfig then targets it). Default true."""
+    api_allowed_cidrs: list[str]
+    """CIDRs allowed to reach the public API endpoint (created VCN only). Default ``["0.0.0.0/0"]``."""
+
+
+class OkeCluster(pulumi.ComponentResource):
+    """An enhanced OKE cluster with VCN-native pod networking, its kubeconfig and a Kubernetes provider."""
+
+    cluster_id: pulumi.Output[str]
+    cluster_name: pulumi.Output[str]
+    kubernetes_version: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    availability_domains: pulumi.Output[list[str]]
+    vcn_id: pulumi.Output[str]
+    worker_subnet_id: pulumi.Output[str]
+    pod_subnet_id: pulumi.Output[str]
+    load_balancer_subnet_id: pulumi.Output[str]
+    endpoint_subnet_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: OkeClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:OkeCluster", name, {}, opts)
+        compartment = args["compartment_id"]
+        public = args.get("public_endpoint", True)
+        invoke = pulumi.InvokeOutputOptions(parent=self)
+
+        if args.get("vcn_id") is not None:
+            self.network = None
+            vcn_id = pulumi.Output.from_input(args["vcn_id"])
+            subnets = {k: pulumi.Output.from_input(args[k]) for k in (
+                "endpoint_subnet_id", "worker_subnet_id", "pod_subnet_id", "load_balancer_subnet_id")}
+        else:
+            self.network = OkeVcn(f"{name}-network", {
+                "compartment_id": compartment, "cidr": args.get("vcn_cidr", "10.0.0.0/16"),
+                "public_endpoint": public, "api_allowed_cidrs": args.get("api_allowed_cidrs", ["0.0.0.0/0"]),
+            }, opts=child_opts(self, opts))
+            vcn_id = self.network.vcn_id
+            subnets = {"endpoint_subnet_id": self.network.endpoint_subnet_id,
+                       "worker_subnet_id": self.network.worker_subnet_id,
+                       "pod_subnet_id": self.network.pod_subnet_id,
+                       "load_balancer_subnet_id": self.network.load_balancer_subnet_id}
+
+        requested = args.get("kubernetes_version", "1.34")
+        if PATCH_VERSION.match(requested):
+            version: pulumi.Output[str] = pulumi.Output.from_input(requested)
+        else:
+            options = oci.containerengine.get_cluster_option_output(
+                cluster_option_id="all", compartment_id=compartment, opts=invoke)
+            version = options.kubernetes_versions.apply(lambda v: oci_images.latest_patch_version(v, requested))
+
+        self.cluster = oci.containerengine.Cluster(
+            f"{name}-oke",
+            compartment_id=compartment,
+            kubernetes_version=version,
+            name=args.get("cluster_name", name),
+            vcn_id=vcn_id,
+            type=ENHANCED_CLUSTER,
+            cluster_pod_network_options=[{"cni_type": VCN_NATIVE_CNI}],
+            endpoint_config={"subnet_id": subnets["endpoint_subnet_id"], "is_public_ip_enabled": public},
+            options={
+                "service_lb_subnet_ids": [subnets["load_balancer_subnet_id"]],
+                "kubernetes_network_config": {"services_cidr": oci_network.SERVICES_CIDR},
+            },
+            opts=child_opts(self, opts),
+        )
+        kubeconfig = oci.containerengine.get_cluster_kube_config_output(
+            cluster_id=self.cluster.id, endpoint="PUBLIC_ENDPOINT" if public else "PRIVATE_ENDPOINT",
+            token_version=KUBECONFIG_TOKEN_VERSION, opts=invoke)
+        self.kubeconfig = pulumi.Output.secret(kubeconfig.content)
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
+                                     opts=child_opts(self, opts))
+        ads = oci.identity.get_availability_domains_output(compartment_id=compartment, opts=invoke)
+        self.availability_domains = ads.availability_domains.apply(lambda found: sorted(a["name"] for a in found))
+
+        self.cluster_id = self.cluster.id
+        self.cluster_name = self.cluster.name
+        self.kubernetes_version = version
+        self.vcn_id = vcn_id
+        self.endpoint_subnet_id = subnets["endpoint_subnet_id"]
+        self.worker_subnet_id = subnets["worker_subnet_id"]
+        self.pod_subnet_id = subnets["pod_subnet_id"]
+        self.load_balancer_subnet_id = subnets["load_balancer_subnet_id"]
+        self.register_outputs({
+            "cluster_id": self.cluster_id, "cluster_name": self.cluster_name,
+            "kubernetes_version": self.kubernetes_version, "kubeconfig": self.kubeconfig,
+            "availability_domains": self.availability_domains, "vcn_id": self.vcn_id,
+            "worker_subnet_id": self.worker_subnet_id, "pod_subnet_id": self.pod_subnet_id,
+            "load_balancer_subnet_id": self.load_balancer_subnet_id, "endpoint_subnet_id": self.endpoint_subnet_id,
+        })
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GPU node pool
+
+
+class OkeGpuNodePoolArgs(TypedDict, total=False):
+    """Arguments of `OkeGpuNodePool`."""
+
+    pool: GpuPoolSpec
+    """The GPU pool: shape (``instance_type``), sizes, labels, taints, sharing, RDMA fabric (``roce``), spot."""
+    cluster_id: pulumi.Input[str]
+    """OCID of the OKE cluster."""
+    compartment_id: pulumi.Input[str]
+    """Compartment OCID of the node pool (and of its compute cluster)."""
+    kubernetes_version: pulumi.Input[str]
+    """Exact OKE version of the nodes (``v1.34.1``), normally the cluster's."""
+    worker_subnet_id: pulumi.Input[str]
+    """Regional subnet of the nodes."""
+    pod_subnet_id: pulumi.Input[str]
+    """Subnet pods take VCN-native IPs from."""
+    availability_domains: pulumi.Input[list[str]]
+    """AD names to place nodes in; an RDMA pool uses the first only (its compute cluster lives in one AD)."""
+    image_id: pulumi.Input[str]
+    """Node image OCID. Default: the newest OKE x86_64 GPU image for ``kubernetes_version``
+    (``get_node_pool_option``)."""
+    boot_volume_size_gib: int
+    """Boot volume in GiB (the root filesystem is grown into it at boot). Default 512."""
+    preemptible: bool
+    """OCI preemptible capacity (VM shapes only). Default: the pool's ``spot``."""
+    size: int
+    """Initial node count. Default: the pool's ``min_nodes``; later changes are left to the autoscaler
+    when ``max_nodes > min_nodes``."""
+    compute_cluster_id: pulumi.Input[str]
+    """RDMA pools: an existing compute cluster to join. Default: one is created in the pool's AD."""
+    disable_oke_device_plugin: bool
+    """Label nodes so OKE's own NVIDIA device plugin stays off (the GPU Operator or our plugin runs). Default false."""
+
+
+class OkeGpuNodePool(pulumi.ComponentResource):
+    """An OKE managed node pool of one GPU shape, tainted and labelled for the platform; on RoCE shapes with
+    ``rdma_fabric`` set, its nodes join a compute cluster for the RDMA cluster network."""
+
+    node_pool_id: pulumi.Output[str]
+    image_id: pulumi.Output[str]
+    compute_cluster_id: pulumi.Output[Optional[str]]
+    gpu_pool: GpuPool
+    """The pool as published to the Kubernetes layer (RoCE pools carry their NCCL settings)."""
+
+    def __init__(self, name: str, args: OkeGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:OkeGpuNodePool", name, {}, opts)
+        pool = GpuPool.from_spec(args["pool"])
+        rdma = pool.rdma_fabric == catalog.ROCE
+        preemptible = args.get("preemptible", pool.spot)
+        if rdma and preemptible:
+            raise ValueError(f"{name}: an RDMA pool cannot use preemptible capacity (bare metal shapes only)")
+        self.gpu_pool = oci_rdma.with_roce_nccl_env(pool)
+        compartment = args["compartment_id"]
+        version = pulumi.Output.from_input(args["kubernetes_version"])
+
+        ads = pulumi.Output.from_input(args["availability_domains"])
+        if rdma:
+            ads = ads.apply(lambda names: list(names)[:1])
+        self.compute_cluster = None
+        compute_cluster_id: Optional[pulumi.Input[str]] = None
+        if rdma:
+            compute_cluster_id = args.get("compute_cluster_id")
+            if compute_cluster_id is None:
+                self.compute_cluster = oci.core.ComputeCluster(
+                    f"{name}-compute-cluster", availability_domain=ads.apply(lambda names: names[0]),
+                    compartment_id=compartment, display_name=f"{name}-rdma", opts=child_opts(self, opts))
+                compute_cluster_id = self.compute_cluster.id
+
+        if args.get("image_id") is not None:
+            image_id = pulumi.Output.from_input(args["image_id"])
+        else:
+            options = oci.containerengine.get_node_pool_option_output(
+                node_pool_option_id="all", compartment_id=compartment, opts=pulumi.InvokeOutputOptions(parent=self))
+            image_id = pulumi.Output.all(options.sources, version).apply(
+                lambda found: oci_images.pick_gpu_image(found[0], found[1]))
+
+        placement = pulumi.Output.all(ads, args["worker_subnet_id"]).apply(
+            lambda found: placement_configs(list(found[0]), found[1], preemptible))
+        node_config: dict = {
+            "size": args.get("size", pool.min_nodes),
+            "placement_configs": placement,
+            "node_pool_pod_network_option_details": {"cni_type": VCN_NATIVE_CNI,
+                                                     "pod_subnet_ids": [args["pod_subnet_id"]]},
+        }
+        if compute_cluster_id is not None:
+            node_config["compute_cluster_id"] = compute_cluster_id
+        script = oci_cloud_init.render_cloud_init(pool.name, pool.taints, rdma=rdma)
+        # The cluster autoscaler owns the size of a pool that may scale; Pulumi only sets the initial size.
+        ignore = ["nodeConfigDetails.size"] if pool.max_nodes > pool.min_nodes else []
+
+        self.node_pool = oci.containerengine.NodePool(
+            f"{name}-nodes",
+            cluster_id=args["cluster_id"],
+            compartment_id=compartment,
+            name=pool.name,
+            kubernetes_version=version,
+            node_shape=pool.instance_type,
+            node_source_details={
+                "source_type": IMAGE_SOURCE,
+                "image_id": image_id,
+                "boot_volume_size_in_gbs": str(args.get("boot_volume_size_gib", DEFAULT_BOOT_VOLUME_GIB)),
+            },
+            node_config_details=node_config,
+            initial_node_labels=node_labels(pool, args.get("disable_oke_device_plugin", False)),
+            node_metadata={"user_data": oci_cloud_init.user_data(script)},
+            opts=child_opts(self, opts, ignore_changes=ignore),
+        )
+        self.node_pool_id = self.node_pool.id
+        self.image_id = image_id
+        self.compute_cluster_id = pulumi.Output.from_input(compute_cluster_id)
+        self.register_outputs({"node_pool_id": self.node_pool_id, "image_id": self.image_id,
+                               "compute_cluster_id": self.compute_cluster_id})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# From the stack configuration
+
+
+def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
+    """The OKE cluster and one `OkeGpuNodePool` per configured pool, in ``config.region``."""
+    options: OciClusterOptions = config.cluster_options or OciClusterOptions()
+    # An explicit provider makes the stack's own `region` (not ambient `oci:region`) decide where things go.
+    provider = oci.Provider(f"{name}-oci", region=config.region, opts=opts)
+    cloud_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"oci": provider}))
+    cluster_args: OkeClusterArgs = {
+        "compartment_id": config.compartment_id,
+        "kubernetes_version": options.kubernetes_patch_version or config.kubernetes_version,
+        "cluster_name": name,
+        "public_endpoint": options.public_endpoint,
+    }
+    if options.existing_vcn:
+        cluster_args.update(vcn_id=options.vcn_id, endpoint_subnet_id=options.endpoint_subnet_id,
+                            worker_subnet_id=options.worker_subnet_id, pod_subnet_id=options.pod_subnet_id,
+                            load_balancer_subnet_id=options.load_balancer_subnet_id)
+    else:
+        cluster_args.update(vcn_cidr=options.vcn_cidr, api_allowed_cidrs=list(options.api_allowed_cidrs))
+    cluster = OkeCluster(name, cluster_args, opts=cloud_opts)
+
+    disable_plugin = config.gpu_software != "cloud-managed"
+    pools: list[GpuPool] = []
+    components: list[OkeGpuNodePool] = []
+    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
+        pool_options: OciPoolOptions = pool_config.cloud_options or OciPoolOptions()
+        wanted = pool_options.availability_domains or options.availability_domains
+        args: OkeGpuNodePoolArgs = {
+            "pool": pool.spec(),
+            "cluster_id": cluster.cluster_id,
+            "compartment_id": config.compartment_id,
+            "kubernetes_version": cluster.kubernetes_version,
+            "worker_subnet_id": cluster.worker_subnet_id,
+            "pod_subnet_id": cluster.pod_subnet_id,
+            "availability_domains": cluster.availability_domains.apply(
+                lambda names, w=wanted: select_availability_domains(names, w)),
+            "boot_volume_size_gib": pool_options.boot_volume_size_gib,
+            "preemptible": pool_options.preemptible,
+            "size": pool_config.desired_nodes if pool_config.desired_nodes is not None else pool.min_nodes,
+            "disable_oke_device_plugin": disable_plugin,
+        }
+        if pool_options.image_id:
+            args["image_id"] = pool_options.image_id
+        if pool_options.compute_cluster_id:
+            args["compute_cluster_id"] = pool_options.compute_cluster_id
+        component = OkeGpuNodePool(f"{name}-{pool.name}", args, opts=cloud_opts)
+        components.append(component)
+        pools.append(component.gpu_pool)
+
+    return ClusterHandle(
+        cloud="oci",
+        cluster_name=cluster.cluster_name,
+        kubeconfig=cluster.kubeconfig,
+        provider=cluster.provider,
+        pools=pools,
+        node_pool_ids={c.gpu_pool.name: c.node_pool_id for c in components},
+        outputs={
+            "cluster_id": cluster.cluster_id,
+            "compartment_id": config.compartment_id,
+            "region": config.region,
+            "kubernetes_version": cluster.kubernetes_version,
+            "vcn_id": cluster.vcn_id,
+            "worker_subnet_id": cluster.worker_subnet_id,
+            "pod_subnet_id": cluster.pod_subnet_id,
+            "load_balancer_subnet_id": cluster.load_balancer_subnet_id,
+            "compute_cluster_ids": {c.gpu_pool.name: c.compute_cluster_id for c in components
+                                    if c.gpu_pool.rdma_fabric},
+        },
+        ready=components,
+    )
