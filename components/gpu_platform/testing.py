@@ -116,6 +116,7 @@ def _eks_cluster(name: str, inputs: dict) -> dict:
         "certificateAuthority": {"data": base64.b64encode(b"mock-ca").decode()},
         "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{DEFAULT_REGION}.amazonaws.com/id/MOCK"}]}],
         "clusterSecurityGroupId": f"sg-{cluster}",
+        "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": f"sg-{cluster}"},
         "status": "ACTIVE",
     }
 
@@ -133,7 +134,8 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     "aws:ec2/vpc:Vpc": _aws_arn("ec2", "vpc"),
     "aws:ec2/subnet:Subnet": _aws_arn("ec2", "subnet"),
     "aws:ec2/securityGroup:SecurityGroup": _aws_arn("ec2", "security-group"),
-    "aws:ec2/placementGroup:PlacementGroup": _aws_arn("ec2", "placement-group"),
+    "aws:ec2/placementGroup:PlacementGroup": lambda n, i: {
+        **_aws_arn("ec2", "placement-group")(n, i), "name": i.get("name", n), "placementGroupId": f"pg-{n}"},
     "aws:sqs/queue:Queue": lambda n, i: {"arn": f"arn:aws:sqs:{DEFAULT_REGION}:{ACCOUNT_ID}:{n}",
                                          "url": f"https://sqs.{DEFAULT_REGION}.amazonaws.com/{ACCOUNT_ID}/{n}",
                                          "name": i.get("name", n)},
@@ -228,8 +230,9 @@ CALLS: dict[str, Callable[[dict], dict]] = {
     "aws:index/getCallerIdentity:getCallerIdentity": lambda a: {
         "accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/mock", "userId": "MOCK"},
     "aws:index/getAvailabilityZones:getAvailabilityZones": lambda a: {
-        "names": [f"{DEFAULT_REGION}a", f"{DEFAULT_REGION}b", f"{DEFAULT_REGION}c"],
-        "zoneIds": ["use1-az1", "use1-az2", "use1-az4"], "id": DEFAULT_REGION},
+        "names": [f"{a.get('region') or DEFAULT_REGION}{z}" for z in "abcd"],
+        "zoneIds": [f"{a.get('region') or DEFAULT_REGION}-az{i}" for i in (1, 2, 3, 4)],
+        "id": a.get("region") or DEFAULT_REGION},
     "aws:index/getPartition:getPartition": lambda a: {"partition": "aws", "dnsSuffix": "amazonaws.com"},
     "aws:index/getRegion:getRegion": lambda a: {"name": DEFAULT_REGION, "region": DEFAULT_REGION},
     "azure-native:containerservice:listManagedClusterUserCredentials": _aks_credentials,

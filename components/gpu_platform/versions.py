@@ -37,3 +37,20 @@ KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "79.5.0", "https://promet
 # Kubernetes API versions of the custom resources the platform creates.
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 PROMETHEUS_OPERATOR_API_VERSION = "monitoring.coreos.com/v1"
+
+# EKS managed add-ons per Kubernetes minor (EKS add-on versions, `aws eks describe-addon-versions`).
+# kube-proxy and CoreDNS follow the Kubernetes minor, so every supported minor has its own row. vpc-cni must be
+# >= v1.18.5 for `efa-only` network interfaces (EKS user guide latest/ug/ml/node-efa.adoc).
+# Sources: EKS user guide add-on tables (CoreDNS v1.12.3-eksbuild.1 for 1.33) and public EKS stacks pinning
+# these exact builds for each minor; EKS rejects a version it does not publish, so a typo fails the deploy.
+EKS_ADDONS: dict[str, dict[str, str]] = {
+    "1.33": {"vpc-cni": "v1.19.5-eksbuild.3", "coredns": "v1.12.1-eksbuild.2", "kube-proxy": "v1.33.0-eksbuild.2",
+             "eks-pod-identity-agent": "v1.3.7-eksbuild.2"},
+    "1.34": {"vpc-cni": "v1.20.4-eksbuild.2", "coredns": "v1.12.3-eksbuild.1", "kube-proxy": "v1.34.0-eksbuild.2",
+             "eks-pod-identity-agent": "v1.3.10-eksbuild.2"},
+    "1.35": {"vpc-cni": "v1.21.1-eksbuild.7", "coredns": "v1.13.2-eksbuild.4", "kube-proxy": "v1.35.3-eksbuild.2",
+             "eks-pod-identity-agent": "v1.3.10-eksbuild.3"},
+}
+
+# Images the platform builds itself (Dockerfile at the repository root: the library with its optimizer).
+PLATFORM_IMAGE = "ghcr.io/gpu-platform/gpu-platform:0.1.0"

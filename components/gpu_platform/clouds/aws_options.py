@@ -1,18 +1,267 @@
-"""Configuration keys of the aws cloud layer, parsed without the cloud SDK.
+"""Configuration keys of the AWS (EKS) cloud layer, parsed without the cloud SDK.
 
-Extend `CLUSTER_KEYS` / `POOL_KEYS` and the two parse functions with every key the aws layer reads.
+Cluster keys (top level of the stack's ``gpu-platform`` namespace):
+
+========================== =================================================================================
+``vpcId``                  Existing VPC to use; needs ``privateSubnetIds``. Default: a new VPC.
+``privateSubnetIds``       Existing private subnets (two zones at least) for the control plane and nodes.
+``publicSubnetIds``        Existing public subnets for internet-facing load balancers.
+``vpcCidr``                New VPC only: its CIDR (``/16`` to ``/20``). Default ``10.0.0.0/16``.
+``availabilityZones``      New VPC only: its 2-3 zones. Default: the zones the pools name, then the region's first.
+``singleNatGateway``       New VPC only: one NAT gateway (cheap) instead of one per zone. Default true.
+``adminRoleArns``          IAM roles/users made cluster admins through EKS access entries.
+``systemNodeInstanceType`` Instance type of the small non-GPU node group for system pods. Default ``m6i.xlarge``.
+``systemNodes``            Size of that node group. Default 2.
+``endpointPublicAccess``   Whether the API endpoint is reachable from the internet. Default true.
+``publicAccessCidrs``      CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``.
+========================== =================================================================================
+
+Pool keys (per ``nodePools[]`` entry): ``amiType``, ``capacityReservationId``, ``capacityBlock``, ``diskSizeGiB``,
+``subnetIds``, ``placementGroup``; see `AwsPoolOptions`.
 """
 
+import ipaddress
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
-CLUSTER_KEYS: set[str] = set()
-POOL_KEYS: set[str] = set()
+from .. import versions
+from ..config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
+
+CLUSTER_KEYS = {
+    "vpcId", "privateSubnetIds", "publicSubnetIds", "vpcCidr", "availabilityZones", "singleNatGateway",
+    "adminRoleArns", "systemNodeInstanceType", "systemNodes", "endpointPublicAccess", "publicAccessCidrs",
+}
+POOL_KEYS = {"amiType", "capacityReservationId", "capacityBlock", "diskSizeGiB", "subnetIds", "placementGroup"}
+
+AL2023_NVIDIA = "AL2023_x86_64_NVIDIA"
+BOTTLEROCKET_NVIDIA = "BOTTLEROCKET_x86_64_NVIDIA"
+GPU_AMI_TYPES = (AL2023_NVIDIA, BOTTLEROCKET_NVIDIA)
+"""EKS managed-node-group AMI types with the NVIDIA driver for the x86_64 GPU shapes of the catalog."""
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+
+ON_DEMAND, SPOT, CAPACITY_BLOCK = "ON_DEMAND", "SPOT", "CAPACITY_BLOCK"
+"""EKS node-group capacity types."""
+
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+DEFAULT_SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
+MIN_DISK_GIB = 50
+"""The NVIDIA AMIs plus one CUDA image already need tens of GiB; below this a node fills up on its first pull."""
+
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
+_IAM_PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+_INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+_REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
 
 
-def parse_cluster_options(raw: Mapping, config: Any) -> Any:
-    return None
+@dataclass(frozen=True)
+class AwsClusterOptions:
+    """The EKS cluster's own settings."""
+
+    vpc_id: Optional[str] = None
+    """Existing VPC (None: a new VPC is created)."""
+    private_subnet_ids: tuple[str, ...] = ()
+    """Existing private subnets (with ``vpc_id``)."""
+    public_subnet_ids: tuple[str, ...] = ()
+    """Existing public subnets (with ``vpc_id``)."""
+    vpc_cidr: str = DEFAULT_VPC_CIDR
+    """New VPC: its CIDR."""
+    availability_zones: tuple[str, ...] = ()
+    """New VPC: its zones as configured (empty: chosen at deploy time, see `aws_vpc.vpc_zones`)."""
+    single_nat_gateway: bool = True
+    """New VPC: one NAT gateway for all zones."""
+    admin_role_arns: tuple[str, ...] = ()
+    """IAM principals granted ``AmazonEKSClusterAdminPolicy`` through access entries."""
+    system_node_instance_type: str = DEFAULT_SYSTEM_INSTANCE_TYPE
+    """Instance type of the system node group."""
+    system_nodes: int = 2
+    """Nodes in the system node group."""
+    endpoint_public_access: bool = True
+    """Public API endpoint."""
+    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    """CIDRs allowed to reach the public endpoint."""
+    addon_versions: tuple[tuple[str, str], ...] = ()
+    """Pinned EKS managed add-on versions for the stack's Kubernetes version (from `versions.EKS_ADDONS`)."""
+
+    @property
+    def new_vpc(self) -> bool:
+        return self.vpc_id is None
 
 
-def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> Any:
-    return None
+@dataclass(frozen=True)
+class AwsPoolOptions:
+    """An EKS GPU node group's own settings."""
+
+    ami_type: str = AL2023_NVIDIA
+    """``AL2023_x86_64_NVIDIA`` (default) or ``BOTTLEROCKET_x86_64_NVIDIA``."""
+    capacity_type: str = ON_DEMAND
+    """``ON_DEMAND``, ``SPOT`` or ``CAPACITY_BLOCK`` (derived from ``spot`` and ``capacityBlock``)."""
+    capacity_reservation_id: Optional[str] = None
+    """On-Demand Capacity Reservation or Capacity Block (``cr-...``) the nodes launch into."""
+    disk_size_gib: int = 200
+    """Root (AL2023) or data (Bottlerocket) volume size; default by GPU count, see `default_disk_size`."""
+    subnet_ids: tuple[str, ...] = ()
+    """Existing VPC only: the pool's own subnets (one zone for EFA and reserved capacity)."""
+    placement_group: bool = False
+    """A ``cluster`` placement group for the pool (EFA pools without a reservation by default)."""
+
+    @property
+    def capacity_block(self) -> bool:
+        return self.capacity_type == CAPACITY_BLOCK
+
+
+def default_disk_size(gpus_per_node: int) -> int:
+    """Disk for a GPU node: training images (NGC PyTorch ~20 GiB each, several tags cached) on 8-GPU nodes get more."""
+    return 500 if gpus_per_node >= 8 else 200
+
+
+def _read_ids(raw: Mapping, key: str, path: str, pattern: re.Pattern, what: str) -> tuple[str, ...]:
+    values = read_list(raw, key, path)
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or not pattern.match(value):
+            raise ConfigError(join(join(path, key), i), f"{value!r} is not {what}")
+    return tuple(values)
+
+
+def _read_cidr(value: Any, path: str, min_prefix: int = 0, max_prefix: int = 32) -> str:
+    try:
+        network = ipaddress.IPv4Network(str(value), strict=True)
+    except ValueError:
+        raise ConfigError(path, f"{value!r} is not an IPv4 CIDR such as 10.0.0.0/16") from None
+    if not min_prefix <= network.prefixlen <= max_prefix:
+        raise ConfigError(path, f"prefix /{network.prefixlen} is outside /{min_prefix}../{max_prefix}")
+    return str(network)
+
+
+def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoolOptions:
+    """A pool's AWS keys; rules that need the cluster's keys (VPC, zones) live in `parse_cluster_options`."""
+    ami_type = read_enum(raw, "amiType", path, GPU_AMI_TYPES, AL2023_NVIDIA)
+    if ami_type == BOTTLEROCKET_NVIDIA and pool.sharing.mode != "exclusive":
+        # Bottlerocket runs its own NVIDIA device plugin; the platform's sharing configs never reach it.
+        raise ConfigError(join(path, "amiType"), f"{pool.sharing.mode} sharing needs the platform's device plugin, "
+                                                 f"which Bottlerocket replaces with its own; use {AL2023_NVIDIA}")
+    reservation = read_str(raw, "capacityReservationId", path, None)
+    if reservation is not None and not _RESERVATION_ID.match(reservation):
+        raise ConfigError(join(path, "capacityReservationId"),
+                          f"'{reservation}' is not a capacity reservation id such as cr-0123456789abcdef0")
+    capacity_block = read_bool(raw, "capacityBlock", path, False)
+    if capacity_block and pool.spot:
+        raise ConfigError(join(path, "capacityBlock"), "a Capacity Block is reserved capacity and cannot be spot; "
+                                                       "remove spot: true")
+    if capacity_block and reservation is None:
+        raise ConfigError(join(path, "capacityBlock"), "a Capacity Block needs capacityReservationId "
+                                                       "(the cr-... id of the purchased block)")
+    if reservation is not None and pool.spot:
+        raise ConfigError(join(path, "capacityReservationId"), "capacity reservations are on-demand capacity; "
+                                                               "remove spot: true")
+    placement = read_bool(raw, "placementGroup", path, pool.rdma and reservation is None)
+    if "placementGroup" in raw and placement and not pool.rdma:
+        raise ConfigError(join(path, "placementGroup"), "a cluster placement group is only for rdma: true pools")
+    if "placementGroup" in raw and placement and reservation is not None:
+        # The reservation's instances exist wherever it was made; a new placement group cannot contain them
+        # and launches fail with InsufficientInstanceCapacity.
+        raise ConfigError(join(path, "placementGroup"), "cannot be combined with capacityReservationId: reserved "
+                                                        "instances cannot launch into a new placement group")
+    capacity_type = CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND
+    return AwsPoolOptions(
+        ami_type=ami_type,
+        capacity_type=capacity_type,
+        capacity_reservation_id=reservation,
+        disk_size_gib=read_int(raw, "diskSizeGiB", path, default_disk_size(pool.gpus_per_node), minimum=MIN_DISK_GIB),
+        subnet_ids=_read_ids(raw, "subnetIds", path, _SUBNET_ID, "a subnet id such as subnet-0123456789abcdef0"),
+        placement_group=placement,
+    )
+
+
+def _check_zone(zone: str, region: str, path: str) -> None:
+    if not re.fullmatch(re.escape(region) + r"[a-z]", zone):
+        raise ConfigError(path, f"'{zone}' is not an availability zone of {region} (such as {region}a)")
+
+
+def _check_pools(config: Any, new_vpc: bool, vpc_zones: tuple[str, ...]) -> None:
+    """Pool placement rules that depend on whether the VPC is new (zones) or existing (subnet ids)."""
+    for i, pool in enumerate(config.node_pools):
+        path = join("nodePools", i)
+        options: AwsPoolOptions = pool.cloud_options
+        reserved = options.capacity_reservation_id is not None
+        if new_vpc:
+            if options.subnet_ids:
+                raise ConfigError(join(path, "subnetIds"), "only applies with vpcId; in a new VPC use zones")
+            for j, zone in enumerate(pool.zones):
+                _check_zone(zone, config.region, join(join(path, "zones"), j))
+                if vpc_zones and zone not in vpc_zones:
+                    raise ConfigError(join(join(path, "zones"), j),
+                                      f"'{zone}' is not one of availabilityZones ({', '.join(vpc_zones)})")
+            if pool.rdma and len(pool.zones) > 1:
+                raise ConfigError(join(path, "zones"), "EFA traffic stays in one subnet of one zone; "
+                                                       f"name one zone, not {len(pool.zones)}")
+            if reserved and len(pool.zones) != 1:
+                raise ConfigError(join(path, "zones"), "name the one zone of capacityReservationId "
+                                                       "(a reservation lives in one availability zone)")
+        else:
+            if pool.zones:
+                raise ConfigError(join(path, "zones"), "with vpcId, place the pool with subnetIds instead")
+            if (pool.rdma or reserved) and not options.subnet_ids:
+                why = "an EFA pool" if pool.rdma else "a pool on reserved capacity"
+                raise ConfigError(join(path, "subnetIds"), f"{why} in an existing VPC needs the subnet(s) of its "
+                                                           "one availability zone")
+
+
+def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
+    """The cluster keys, plus the rules that tie pools to the VPC (zones, subnets)."""
+    if not _REGION.match(config.region):
+        raise ConfigError("region", f"'{config.region}' is not an AWS region such as us-west-2")
+    addons = versions.EKS_ADDONS.get(config.kubernetes_version)
+    if addons is None:
+        pinned = ", ".join(sorted(versions.EKS_ADDONS))
+        raise ConfigError("kubernetesVersion", f"EKS add-on versions are pinned for Kubernetes {pinned}; "
+                                               f"got '{config.kubernetes_version}'")
+    vpc_id = read_str(raw, "vpcId", "", None)
+    if vpc_id is not None and not _VPC_ID.match(vpc_id):
+        raise ConfigError("vpcId", f"'{vpc_id}' is not a VPC id such as vpc-0123456789abcdef0")
+    subnet_id = "a subnet id such as subnet-0123456789abcdef0"
+    private = _read_ids(raw, "privateSubnetIds", "", _SUBNET_ID, subnet_id)
+    public = _read_ids(raw, "publicSubnetIds", "", _SUBNET_ID, subnet_id)
+    if vpc_id is None:
+        for key in ("privateSubnetIds", "publicSubnetIds"):
+            if key in raw:
+                raise ConfigError(key, "only applies with vpcId (an existing VPC)")
+    else:
+        if len(private) < 2:
+            raise ConfigError("privateSubnetIds", "an existing VPC needs at least two private subnets "
+                                                  "(EKS requires two availability zones)")
+        for key in ("vpcCidr", "availabilityZones", "singleNatGateway"):
+            if key in raw:
+                raise ConfigError(key, "only applies to a new VPC; remove it or remove vpcId")
+    cidr = _read_cidr(raw["vpcCidr"], "vpcCidr", 16, 20) if "vpcCidr" in raw else DEFAULT_VPC_CIDR
+    zones = tuple(str(z) for z in read_list(raw, "availabilityZones", ""))
+    if zones and not 2 <= len(zones) <= 3:
+        raise ConfigError("availabilityZones", f"name two or three zones, got {len(zones)}")
+    for j, zone in enumerate(zones):
+        _check_zone(zone, config.region, join("availabilityZones", j))
+    if len(set(zones)) != len(zones):
+        raise ConfigError("availabilityZones", "lists a zone twice")
+    admins = _read_ids(raw, "adminRoleArns", "", _IAM_PRINCIPAL, "an IAM role or user ARN")
+    instance_type = read_str(raw, "systemNodeInstanceType", "", DEFAULT_SYSTEM_INSTANCE_TYPE)
+    if not _INSTANCE_TYPE.match(instance_type):
+        raise ConfigError("systemNodeInstanceType", f"'{instance_type}' is not an EC2 instance type such as m6i.xlarge")
+    cidrs = tuple(_read_cidr(c, join("publicAccessCidrs", i))
+                  for i, c in enumerate(read_list(raw, "publicAccessCidrs", "")))
+    _check_pools(config, vpc_id is None, zones)
+    return AwsClusterOptions(
+        vpc_id=vpc_id,
+        private_subnet_ids=private,
+        public_subnet_ids=public,
+        vpc_cidr=cidr,
+        availability_zones=zones,
+        single_nat_gateway=read_bool(raw, "singleNatGateway", "", True),
+        admin_role_arns=admins,
+        system_node_instance_type=instance_type,
+        system_nodes=read_int(raw, "systemNodes", "", 2, minimum=1),
+        endpoint_public_access=read_bool(raw, "endpointPublicAccess", "", True),
+        public_access_cidrs=cidrs or ("0.0.0.0/0",),
+        addon_versions=tuple(sorted(addons.items())),
+    )

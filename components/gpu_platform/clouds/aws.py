@@ -1,0 +1,492 @@
+"""AWS: an EKS cluster (VPC, IAM, managed add-ons, access entries, system nodes) and GPU/EFA managed node groups.
+
+`EksCluster` and `EksGpuNodePool` are thin components; what they send to AWS comes from the pure modules
+``aws_options`` (configuration), ``aws_nodes`` (node group, launch template, autoscaler tags), ``aws_efa``
+(EFA interfaces, security-group rules), ``aws_vpc`` (zones and CIDRs), ``aws_iam`` and ``aws_kubeconfig``.
+`cluster_from_config` wires them from a stack's configuration.
+"""
+
+import re
+from collections.abc import Sequence
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from ..config import PlatformConfig
+from ..kube.common import child_opts
+from ..labels import DOMAIN
+from ..pools import GpuPool, GpuPoolSpec
+from . import aws_iam, aws_nodes
+from .aws_efa import efa_self_rules
+from .aws_kubeconfig import eks_kubeconfig
+from .aws_options import AL2023_NVIDIA, CAPACITY_BLOCK, ON_DEMAND, SPOT, SYSTEM_AMI_TYPE, AwsPoolOptions
+from .aws_vpc import ELB_ROLE_TAG, INTERNAL_ELB_ROLE_TAG, subnet_cidrs, vpc_zones
+from .handle import ClusterHandle
+
+# Installed before any node joins (a node is NotReady without the CNI); CoreDNS waits for the system nodes.
+COMPUTE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+LATE_ADDONS = ("coredns",)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def region_zones(region: str, opts: Optional[pulumi.InvokeOptions] = None) -> list[str]:
+    """The region's available zones, in the order AWS lists them."""
+    return list(aws.get_availability_zones(state="available", region=region, opts=opts).names)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# EksCluster
+
+
+class EksClusterArgs(TypedDict, total=False):
+    """Arguments of `EksCluster`."""
+
+    cluster_name: str
+    """EKS cluster name (also the kubeconfig context). Default: the component name."""
+    region: str
+    """AWS region (the kubeconfig's ``aws eks get-token --region``)."""
+    kubernetes_version: str
+    """Kubernetes minor version, such as ``1.34``."""
+    addon_versions: dict[str, str]
+    """EKS managed add-on versions by name (``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``);
+    see `gpu_platform.versions.EKS_ADDONS`. vpc-cni must be >= v1.18.5 for EFA pools."""
+    vpc_id: Optional[str]
+    """Existing VPC; None creates a new VPC."""
+    private_subnet_ids: list[str]
+    """Existing VPC: private subnets (two zones at least) for the control plane and nodes."""
+    public_subnet_ids: list[str]
+    """Existing VPC: public subnets for internet-facing load balancers."""
+    vpc_cidr: str
+    """New VPC: its CIDR. Default ``10.0.0.0/16``."""
+    availability_zones: list[str]
+    """New VPC: its zones (1-3). Default: the region's first three."""
+    single_nat_gateway: bool
+    """New VPC: one NAT gateway for every zone (True, default) or one per zone."""
+    admin_role_arns: list[str]
+    """IAM roles/users granted ``AmazonEKSClusterAdminPolicy`` through EKS access entries."""
+    system_node_instance_type: str
+    """Instance type of the non-GPU system node group. Default ``m6i.xlarge``."""
+    system_nodes: int
+    """Size of the system node group. Default 2."""
+    endpoint_public_access: bool
+    """Public API endpoint. Default True."""
+    public_access_cidrs: list[str]
+    """CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``."""
+    tags: dict[str, str]
+    """Tags on every AWS resource."""
+
+
+class EksCluster(pulumi.ComponentResource):
+    """An EKS cluster ready for GPU node pools: VPC (new or existing), cluster and node IAM roles, access
+    entries for admins, managed add-ons (vpc-cni with efa-only support, kube-proxy, pod identity, CoreDNS),
+    a small non-GPU system node group, an IRSA OIDC provider, a kubeconfig and a Kubernetes provider."""
+
+    cluster_name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    node_role_arn: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    vpc_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: EksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:EksCluster", name, {}, opts)
+        tags = dict(args.get("tags", {}))
+        cluster_name = args.get("cluster_name", name)
+        region = args["region"]
+        partition = aws.get_partition(opts=pulumi.InvokeOptions(parent=self)).partition
+
+        self.zones: list[str] = []
+        self.private_subnets: dict[str, aws.ec2.Subnet] = {}
+        self.public_subnets: dict[str, aws.ec2.Subnet] = {}
+        self.vpc: Optional[aws.ec2.Vpc] = None
+        if args.get("vpc_id"):
+            vpc_id: pulumi.Input[str] = args["vpc_id"]
+            private_ids: list[pulumi.Input[str]] = list(args.get("private_subnet_ids", []))
+            public_ids: list[pulumi.Input[str]] = list(args.get("public_subnet_ids", []))
+        else:
+            zones = list(args.get("availability_zones") or [])
+            if not zones:
+                zones = vpc_zones([], [], region_zones(region, pulumi.InvokeOptions(parent=self)))
+            self.zones = zones
+            vpc_id = self._new_vpc(name, cluster_name, args.get("vpc_cidr", "10.0.0.0/16"), zones,
+                                   args.get("single_nat_gateway", True), tags, opts)
+            private_ids = [s.id for s in self.private_subnets.values()]
+            public_ids = [s.id for s in self.public_subnets.values()]
+        self.private_subnet_ids = private_ids
+
+        self.cluster_role, cluster_attachments = self._role(
+            f"{name}-cluster-role", aws_iam.CLUSTER_SERVICE, aws_iam.CLUSTER_POLICIES, partition, tags, opts,
+            actions=("sts:AssumeRole", "sts:TagSession"))
+        self.node_role, node_attachments = self._role(
+            f"{name}-node-role", aws_iam.NODE_SERVICE, aws_iam.NODE_POLICIES, partition, tags, opts)
+
+        vpc_config: dict = {"subnet_ids": [*private_ids, *public_ids], "endpoint_private_access": True,
+                            "endpoint_public_access": args.get("endpoint_public_access", True)}
+        if vpc_config["endpoint_public_access"]:
+            vpc_config["public_access_cidrs"] = list(args.get("public_access_cidrs") or ["0.0.0.0/0"])
+        self.cluster = aws.eks.Cluster(
+            f"{name}-eks",
+            name=cluster_name,
+            version=args["kubernetes_version"],
+            role_arn=self.cluster_role.arn,
+            vpc_config=vpc_config,
+            # API-only authentication: admins are access entries; the deploying identity stays admin so the
+            # Kubernetes provider below can act right after creation.
+            access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+            # The managed add-ons below replace the self-managed copies EKS would otherwise install.
+            bootstrap_self_managed_addons=False,
+            enabled_cluster_log_types=["api", "audit", "authenticator"],
+            tags=tags,
+            opts=child_opts(self, opts, depends_on=cluster_attachments),
+        )
+        self.cluster_name = self.cluster.name
+        self.endpoint = self.cluster.endpoint
+        self.cluster_security_group_id = self.cluster.vpc_config.apply(lambda c: c.cluster_security_group_id)
+        self.oidc_issuer = self.cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
+        self.oidc_provider = aws.iam.OpenIdConnectProvider(
+            f"{name}-oidc", url=self.oidc_issuer, client_id_lists=["sts.amazonaws.com"], tags=tags,
+            opts=child_opts(self, opts))
+        self.oidc_provider_arn = self.oidc_provider.arn
+        self.node_role_arn = self.node_role.arn
+        self.vpc_id = pulumi.Output.from_input(vpc_id)
+
+        self.access_entries: list[aws.eks.AccessEntry] = []
+        for i, principal in enumerate(args.get("admin_role_arns", [])):
+            entry = aws.eks.AccessEntry(f"{name}-admin-{i}", cluster_name=self.cluster.name, principal_arn=principal,
+                                        type="STANDARD", tags=tags, opts=child_opts(self, opts))
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-admin-{i}-policy", cluster_name=self.cluster.name, principal_arn=principal,
+                policy_arn=aws_iam.access_policy_arn(partition, aws_iam.CLUSTER_ADMIN_ACCESS_POLICY),
+                access_scope={"type": "cluster"}, opts=child_opts(self, opts, depends_on=[entry]))
+            self.access_entries.append(entry)
+
+        versions = dict(args["addon_versions"])
+        self.addons: dict[str, aws.eks.Addon] = {}
+        for addon in COMPUTE_ADDONS:
+            self.addons[addon] = self._addon(name, addon, versions[addon], tags, opts, [])
+        self.compute_dependencies = [*node_attachments, *(self.addons[a] for a in COMPUTE_ADDONS)]
+
+        system_nodes = args.get("system_nodes", 2)
+        self.system_node_group = aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=self.cluster.name,
+            node_role_arn=self.node_role.arn,
+            subnet_ids=private_ids,
+            instance_types=[args.get("system_node_instance_type", "m6i.xlarge")],
+            ami_type=SYSTEM_AMI_TYPE,
+            capacity_type=ON_DEMAND,
+            disk_size=50,
+            scaling_config={"min_size": system_nodes, "max_size": 2 * system_nodes, "desired_size": system_nodes},
+            update_config={"max_unavailable": 1},
+            tags=tags,
+            opts=child_opts(self, opts, depends_on=self.compute_dependencies,
+                            ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        for addon in LATE_ADDONS:
+            self.addons[addon] = self._addon(name, addon, versions[addon], tags, opts, [self.system_node_group])
+
+        self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(
+            self.cluster.name, self.cluster.endpoint, self.cluster.certificate_authority.apply(lambda c: c.data),
+        ).apply(lambda a: eks_kubeconfig(a[0], a[1], a[2], region)))
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
+                                     opts=child_opts(self, opts))
+        self.register_outputs({
+            "cluster_name": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig,
+            "oidc_issuer": self.oidc_issuer, "oidc_provider_arn": self.oidc_provider_arn,
+            "node_role_arn": self.node_role_arn, "cluster_security_group_id": self.cluster_security_group_id,
+            "vpc_id": self.vpc_id,
+        })
+
+    def subnet_ids_for(self, zones: Sequence[str]) -> list[pulumi.Input[str]]:
+        """Private subnets of the given zones (every private subnet when ``zones`` is empty)."""
+        if not zones or not self.private_subnets:
+            return list(self.private_subnet_ids)
+        missing = [z for z in zones if z not in self.private_subnets]
+        if missing:
+            raise ValueError(f"zones {missing} are not zones of the VPC ({', '.join(self.private_subnets)})")
+        return [self.private_subnets[z].id for z in zones]
+
+    def _role(self, name: str, service: str, policies: Sequence[str], partition: str, tags: dict,
+              opts: Optional[pulumi.ResourceOptions], actions: tuple[str, ...] = ("sts:AssumeRole",)):
+        role = aws.iam.Role(name, assume_role_policy=aws_iam.assume_role_policy(service, actions), tags=tags,
+                            opts=child_opts(self, opts))
+        attachments = [
+            aws.iam.RolePolicyAttachment(f"{name}-{_slug(policy)}", role=role.name,
+                                         policy_arn=aws_iam.managed_policy_arn(partition, policy),
+                                         opts=child_opts(self, opts))
+            for policy in policies
+        ]
+        return role, attachments
+
+    def _addon(self, name: str, addon: str, version: str, tags: dict, opts: Optional[pulumi.ResourceOptions],
+               depends_on: list) -> aws.eks.Addon:
+        return aws.eks.Addon(
+            f"{name}-{addon}", cluster_name=self.cluster.name, addon_name=addon, addon_version=version,
+            # The platform owns these add-ons' configuration; a hand edit is overwritten on the next update.
+            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE", tags=tags,
+            opts=child_opts(self, opts, depends_on=depends_on))
+
+    def _new_vpc(self, name: str, cluster_name: str, cidr: str, zones: list[str], single_nat: bool, tags: dict,
+                 opts: Optional[pulumi.ResourceOptions]) -> pulumi.Output[str]:
+        """Private subnets (nodes) and public subnets (load balancers, NAT) in every zone."""
+        self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=cidr, enable_dns_hostnames=True, enable_dns_support=True,
+                               tags={**tags, "Name": cluster_name}, opts=child_opts(self, opts))
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": cluster_name},
+                                      opts=child_opts(self, opts))
+        public_rt = aws.ec2.RouteTable(f"{name}-public", vpc_id=self.vpc.id,
+                                       routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}],
+                                       tags={**tags, "Name": f"{cluster_name}-public"}, opts=child_opts(self, opts))
+        self.nat_gateways: dict[str, aws.ec2.NatGateway] = {}
+        for zone, (private_cidr, public_cidr) in zip(zones, subnet_cidrs(cidr, len(zones)), strict=True):
+            public = aws.ec2.Subnet(
+                f"{name}-public-{zone}", vpc_id=self.vpc.id, cidr_block=public_cidr, availability_zone=zone,
+                map_public_ip_on_launch=True, tags={**tags, "Name": f"{cluster_name}-public-{zone}", ELB_ROLE_TAG: "1"},
+                opts=child_opts(self, opts))
+            aws.ec2.RouteTableAssociation(f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_rt.id,
+                                          opts=child_opts(self, opts))
+            self.public_subnets[zone] = public
+            if not single_nat or not self.nat_gateways:
+                eip = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc",
+                                  tags={**tags, "Name": f"{cluster_name}-nat-{zone}"}, opts=child_opts(self, opts))
+                self.nat_gateways[zone] = aws.ec2.NatGateway(
+                    f"{name}-nat-{zone}", allocation_id=eip.id, subnet_id=public.id,
+                    tags={**tags, "Name": f"{cluster_name}-nat-{zone}"}, opts=child_opts(self, opts, depends_on=[igw]))
+            nat = self.nat_gateways.get(zone) or next(iter(self.nat_gateways.values()))
+            private = aws.ec2.Subnet(
+                f"{name}-private-{zone}", vpc_id=self.vpc.id, cidr_block=private_cidr, availability_zone=zone,
+                tags={**tags, "Name": f"{cluster_name}-private-{zone}", INTERNAL_ELB_ROLE_TAG: "1"},
+                opts=child_opts(self, opts))
+            private_rt = aws.ec2.RouteTable(f"{name}-private-{zone}", vpc_id=self.vpc.id,
+                                            routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
+                                            tags={**tags, "Name": f"{cluster_name}-private-{zone}"},
+                                            opts=child_opts(self, opts))
+            aws.ec2.RouteTableAssociation(f"{name}-private-{zone}", subnet_id=private.id,
+                                          route_table_id=private_rt.id, opts=child_opts(self, opts))
+            self.private_subnets[zone] = private
+        return self.vpc.id
+
+
+# ---------------------------------------------------------------------------------------------------------
+# EksGpuNodePool
+
+
+class EksGpuNodePoolArgs(TypedDict, total=False):
+    """Arguments of `EksGpuNodePool`: the cloud-neutral pool, then where and how EKS runs it."""
+
+    pool: GpuPoolSpec
+    """The pool: instance type, GPUs, min/max nodes, sharing, RDMA (EFA), spot, user labels and taints."""
+    cluster_name: pulumi.Input[str]
+    """EKS cluster the node group joins."""
+    node_role_arn: pulumi.Input[str]
+    """IAM role of the nodes (`EksCluster.node_role_arn`)."""
+    subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
+    """Subnets of the node group; one zone's subnets for EFA pools and reserved capacity."""
+    vpc_id: pulumi.Input[str]
+    """VPC of the cluster (EFA security group)."""
+    cluster_security_group_id: pulumi.Input[str]
+    """EKS cluster security group; EFA interfaces carry it explicitly (EKS adds none once interfaces are set)."""
+    ami_type: str
+    """``AL2023_x86_64_NVIDIA`` (default) or ``BOTTLEROCKET_x86_64_NVIDIA``."""
+    capacity_reservation_id: Optional[str]
+    """On-Demand Capacity Reservation or Capacity Block (``cr-...``) targeted by the launch template."""
+    capacity_block: bool
+    """The reservation is a Capacity Block for ML: capacity type ``CAPACITY_BLOCK``, market ``capacity-block``."""
+    disk_size_gib: int
+    """Image volume size in GiB (root on AL2023, data volume on Bottlerocket). Default 200, 500 on 8-GPU shapes."""
+    placement_group: bool
+    """A ``cluster`` placement group (EFA pools). Default: True for EFA pools without a reservation."""
+    desired_nodes: Optional[int]
+    """Initial size (default minNodes); ignored after creation, the autoscaler owns it."""
+    tags: dict[str, str]
+    """Tags on every AWS resource."""
+
+
+def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
+    """The component's arguments as `AwsPoolOptions`, with the rules the configuration enforces for stacks."""
+    reservation = args.get("capacity_reservation_id")
+    capacity_block = bool(args.get("capacity_block", False))
+    if capacity_block and (reservation is None or pool.spot):
+        raise ValueError(f"pool {pool.name}: a Capacity Block needs capacity_reservation_id and no spot")
+    if reservation is not None and pool.spot:
+        raise ValueError(f"pool {pool.name}: capacity reservations are on-demand capacity, not spot")
+    placement = bool(args.get("placement_group", bool(pool.rdma_fabric) and reservation is None))
+    if placement and not pool.rdma_fabric:
+        raise ValueError(f"pool {pool.name}: a cluster placement group is only for EFA pools")
+    return AwsPoolOptions(
+        ami_type=args.get("ami_type", AL2023_NVIDIA),
+        capacity_type=CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND,
+        capacity_reservation_id=reservation,
+        disk_size_gib=args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200),
+        placement_group=placement,
+    )
+
+
+class EksGpuNodePool(pulumi.ComponentResource):
+    """A GPU pool as an EKS managed node group: NVIDIA AMI, the GPU taint and pool labels, scaling from zero
+    (cluster-autoscaler node-template tags on the node group and its Auto Scaling group), on-demand, spot,
+    capacity reservations or Capacity Blocks; with EFA, a launch template with ``efa``/``efa-only`` interfaces on
+    every network card, a ``cluster`` placement group and a security group open to itself."""
+
+    node_group_name: pulumi.Output[str]
+    autoscaling_group_name: pulumi.Output[str]
+    gpu_pool: pulumi.Output[dict]
+
+    def __init__(self, name: str, args: EksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:EksGpuNodePool", name, {}, opts)
+        pool = GpuPool.from_spec(args["pool"])
+        options = pool_options(pool, args)
+        tags = dict(args.get("tags", {}))
+        labels = aws_nodes.node_labels(pool, options.ami_type)
+        autoscaler_tags = aws_nodes.autoscaler_tags(pool, labels)
+
+        self.efa_security_group: Optional[aws.ec2.SecurityGroup] = None
+        self.efa_rules: list = []
+        security_groups: list[pulumi.Input[str]] = []
+        if pool.rdma_fabric:
+            self.efa_security_group = aws.ec2.SecurityGroup(
+                f"{name}-efa", vpc_id=args["vpc_id"], description=f"EFA traffic between the nodes of pool {pool.name}",
+                tags={**tags, "Name": f"{name}-efa"}, opts=child_opts(self, opts))
+            rules = efa_self_rules()
+            sg_id = self.efa_security_group.id
+            self.efa_rules = [
+                aws.vpc.SecurityGroupIngressRule(f"{name}-efa-ingress", security_group_id=sg_id,
+                                                 referenced_security_group_id=sg_id, **rules["ingress"],
+                                                 opts=child_opts(self, opts)),
+                aws.vpc.SecurityGroupEgressRule(f"{name}-efa-egress", security_group_id=sg_id,
+                                                referenced_security_group_id=sg_id, **rules["egress"],
+                                                opts=child_opts(self, opts)),
+            ]
+            security_groups = [args["cluster_security_group_id"], sg_id]
+
+        self.placement_group: Optional[aws.ec2.PlacementGroup] = None
+        if options.placement_group:
+            self.placement_group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=tags,
+                                                          opts=child_opts(self, opts))
+
+        self.launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"GPU pool {pool.name} ({pool.instance_type})",
+            tags=tags,
+            opts=child_opts(self, opts),
+            **aws_nodes.launch_template_data(
+                pool, options, security_groups,
+                self.placement_group.name if self.placement_group is not None else None,
+                {**tags, "Name": name}),
+        )
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-nodes",
+            cluster_name=args["cluster_name"],
+            node_role_arn=args["node_role_arn"],
+            subnet_ids=args["subnet_ids"],
+            ami_type=options.ami_type,
+            capacity_type=options.capacity_type,
+            # A Capacity Block's instance type lives in the launch template (EKS requires it there).
+            instance_types=None if options.capacity_type == CAPACITY_BLOCK else [pool.instance_type],
+            labels=labels,
+            taints=aws_nodes.node_taints(pool),
+            scaling_config=aws_nodes.scaling(pool, args.get("desired_nodes")),
+            launch_template={"id": self.launch_template.id,
+                             "version": self.launch_template.latest_version.apply(str)},
+            update_config={"max_unavailable": 1},
+            node_repair_config={"enabled": True},
+            tags={**tags, **autoscaler_tags},
+            opts=child_opts(self, opts, depends_on=self.efa_rules, ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        self.node_group_name = self.node_group.node_group_name
+        self.autoscaling_group_name = self.node_group.resources.apply(
+            lambda r: r[0].autoscaling_groups[0].name if r and r[0].autoscaling_groups else "")
+        # EKS does not copy node group tags to the Auto Scaling group, which is what the cluster autoscaler reads.
+        self.autoscaling_group_tags = [
+            aws.autoscaling.Tag(f"{name}-ca-{_slug(key.rsplit('node-template/', 1)[-1])}",
+                                autoscaling_group_name=self.autoscaling_group_name,
+                                tag={"key": key, "value": value, "propagate_at_launch": False},
+                                opts=child_opts(self, opts))
+            for key, value in autoscaler_tags.items()
+        ]
+        self.gpu_pool = pulumi.Output.from_input(dict(args["pool"]))
+        self.register_outputs({"node_group_name": self.node_group_name,
+                               "autoscaling_group_name": self.autoscaling_group_name, "gpu_pool": self.gpu_pool})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# From a stack's configuration
+
+
+def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
+    """The EKS cluster of a stack and one `EksGpuNodePool` per configured pool, on an AWS provider for the
+    stack's region."""
+    options = config.cluster_options
+    provider = aws.Provider(f"{name}-aws", region=config.region, opts=opts)
+    aws_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"aws": provider}))
+    tags = {f"{DOMAIN}/stack": config.stack}
+
+    zones: list[str] = list(options.availability_zones)
+    if options.new_vpc and not zones:
+        pool_zones = [z for p in config.node_pools for z in p.zones]
+        zones = vpc_zones([], pool_zones, region_zones(config.region, pulumi.InvokeOptions(provider=provider)))
+    cluster = EksCluster(name, EksClusterArgs(
+        cluster_name=name,
+        region=config.region,
+        kubernetes_version=config.kubernetes_version,
+        addon_versions=dict(options.addon_versions),
+        vpc_id=options.vpc_id,
+        private_subnet_ids=list(options.private_subnet_ids),
+        public_subnet_ids=list(options.public_subnet_ids),
+        vpc_cidr=options.vpc_cidr,
+        availability_zones=zones,
+        single_nat_gateway=options.single_nat_gateway,
+        admin_role_arns=list(options.admin_role_arns),
+        system_node_instance_type=options.system_node_instance_type,
+        system_nodes=options.system_nodes,
+        endpoint_public_access=options.endpoint_public_access,
+        public_access_cidrs=list(options.public_access_cidrs),
+        tags=tags,
+    ), opts=aws_opts)
+
+    pools, node_pools = [], {}
+    pool_opts = pulumi.ResourceOptions.merge(aws_opts, pulumi.ResourceOptions(depends_on=cluster.compute_dependencies))
+    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
+        pool_options_: AwsPoolOptions = pool_config.cloud_options
+        pool_zones = list(pool_config.zones)
+        if pool.rdma_fabric and not pool_zones and cluster.zones:
+            pool_zones = cluster.zones[:1]  # EFA stays inside one subnet: pin the pool to the VPC's first zone
+        subnets = list(pool_options_.subnet_ids) or cluster.subnet_ids_for(pool_zones)
+        node_pools[pool.name] = EksGpuNodePool(f"{name}-{pool.name}", EksGpuNodePoolArgs(
+            pool=pool.spec(),
+            cluster_name=cluster.cluster_name,
+            node_role_arn=cluster.node_role_arn,
+            subnet_ids=subnets,
+            vpc_id=cluster.vpc_id,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            ami_type=pool_options_.ami_type,
+            capacity_reservation_id=pool_options_.capacity_reservation_id,
+            capacity_block=pool_options_.capacity_block,
+            disk_size_gib=pool_options_.disk_size_gib,
+            placement_group=pool_options_.placement_group,
+            desired_nodes=pool_config.desired_nodes,
+            tags=tags,
+        ), opts=pool_opts)
+        pools.append(pool)
+    return ClusterHandle(
+        cloud="aws",
+        cluster_name=cluster.cluster_name,
+        kubeconfig=cluster.kubeconfig,
+        provider=cluster.provider,
+        pools=pools,
+        node_pool_ids={n: p.node_group_name for n, p in node_pools.items()},
+        outputs={
+            "endpoint": cluster.endpoint, "oidc_issuer": cluster.oidc_issuer,
+            "oidc_provider_arn": cluster.oidc_provider_arn, "node_role_arn": cluster.node_role_arn,
+            "cluster_security_group_id": cluster.cluster_security_group_id, "vpc_id": cluster.vpc_id,
+            "region": config.region, "aws_provider": provider,
+            "autoscaling_group_names": {n: p.autoscaling_group_name for n, p in node_pools.items()},
+        },
+        ready=[cluster.system_node_group, *(cluster.addons[a] for a in LATE_ADDONS), *node_pools.values()],
+    )

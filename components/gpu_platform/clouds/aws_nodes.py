@@ -1,0 +1,87 @@
+"""What an EKS managed node group of a GPU pool receives: labels, taints, scaling, capacity, launch template
+and cluster-autoscaler tags. Pure functions of a `GpuPool` and its AWS options, no SDK."""
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from .. import labels
+from ..pools import GpuPool
+from .aws_efa import efa_network_interfaces
+from .aws_options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
+
+CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
+"""Cluster autoscaler (AWS provider) reads these ASG tags to build a node from nothing: scale from zero."""
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# Bottlerocket's NVIDIA variants put the OS on /dev/xvda and containers on the data volume /dev/xvdb;
+# AL2023 keeps everything on its root volume.
+IMAGE_VOLUME_DEVICE = {"AL2023_x86_64_NVIDIA": "/dev/xvda", BOTTLEROCKET_NVIDIA: "/dev/xvdb"}
+
+
+def node_labels(pool: GpuPool, ami_type: str) -> dict[str, str]:
+    """The node group's Kubernetes labels: the pool's labels, plus, on Bottlerocket, the GPU Operator's switch
+    that keeps its device plugin off nodes whose OS already runs one."""
+    result = dict(pool.labels)
+    if ami_type == BOTTLEROCKET_NVIDIA:
+        result[labels.DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+    return dict(sorted(result.items()))
+
+
+def node_taints(pool: GpuPool) -> list[dict]:
+    """The node group's taints in the EKS API spelling (effect ``NO_SCHEDULE``)."""
+    return [{"key": t.key, "value": t.value, "effect": labels.EFFECT_TO_API_ENUM[t.effect]} for t in pool.taints]
+
+
+def scaling(pool: GpuPool, desired: Optional[int]) -> dict:
+    """``scaling_config``: desired starts at ``desired`` (default minNodes); the autoscaler owns it afterwards."""
+    return {"min_size": pool.min_nodes, "max_size": pool.max_nodes,
+            "desired_size": pool.min_nodes if desired is None else desired}
+
+
+def autoscaler_tags(pool: GpuPool, node_group_labels: dict[str, str]) -> dict[str, str]:
+    """Node-template tags: labels, taints (``value:Effect``) and extended resources of a node not yet running."""
+    tags = {f"{CA_TEMPLATE_PREFIX}/label/{key}": value for key, value in node_group_labels.items()}
+    tags.update({f"{CA_TEMPLATE_PREFIX}/taint/{t.key}": f"{t.value}:{t.effect}" for t in pool.taints})
+    tags[f"{CA_TEMPLATE_PREFIX}/resources/{GPU_RESOURCE}"] = str(pool.schedulable_gpus_per_node)
+    if pool.rdma_resource:
+        tags[f"{CA_TEMPLATE_PREFIX}/resources/{pool.rdma_resource}"] = str(pool.rdma_interfaces)
+    return dict(sorted(tags.items()))
+
+
+def launch_template_data(
+    pool: GpuPool,
+    options: Any,
+    security_group_ids: Sequence[Any] = (),
+    placement_group_name: Any = None,
+    tags: Optional[dict] = None,
+) -> dict:
+    """The launch template of a GPU pool (keyword arguments of ``aws.ec2.LaunchTemplate``).
+
+    No ``image_id`` and no user data: EKS picks the AMI of ``amiType`` and bootstraps it. Labels and taints
+    travel through the node group API. ``security_group_ids`` (cluster SG + EFA SG) and the placement group
+    only apply to EFA pools.
+    """
+    data: dict[str, Any] = {
+        "block_device_mappings": [{
+            "device_name": IMAGE_VOLUME_DEVICE[options.ami_type],
+            "ebs": {"volume_size": options.disk_size_gib, "volume_type": "gp3", "encrypted": "true",
+                    "delete_on_termination": "true"},
+        }],
+        # IMDSv2 only; hop limit 2 so pods on the node network (device plugins, EFA tooling) still reach it.
+        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required",
+                             "http_put_response_hop_limit": 2},
+        "update_default_version": True,
+        "tag_specifications": [{"resource_type": "instance", "tags": dict(tags or {})}],
+    }
+    if pool.rdma_fabric:
+        data["network_interfaces"] = efa_network_interfaces(pool.rdma_interfaces, security_group_ids)
+    if placement_group_name is not None:
+        data["placement"] = {"group_name": placement_group_name}
+    if options.capacity_reservation_id:
+        data["capacity_reservation_specification"] = {
+            "capacity_reservation_target": {"capacity_reservation_id": options.capacity_reservation_id}}
+    if options.capacity_type == CAPACITY_BLOCK:
+        # EKS rejects a CAPACITY_BLOCK node group whose launch template lacks these (user guide capacity-blocks-mng).
+        data["instance_market_options"] = {"market_type": "capacity-block"}
+        data["instance_type"] = pool.instance_type
+    return data
