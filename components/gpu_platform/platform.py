@@ -59,6 +59,20 @@ class GpuPlatform(pulumi.ComponentResource):
         # [layer: training]
         # [layer: workloads]
         # [layer: optimizer]
+        monitoring = self.layers.get("monitoring")
+        if config.optimizer.enabled and monitoring is not None:
+            from .kube.optimizer import GpuOptimizer
+
+            # Runs only with the platform's Prometheus: without it there is nothing to read utilisation from.
+            self.layers["optimizer"] = GpuOptimizer(f"{name}-optimizer", {
+                "pools": specs,
+                "prometheus_url": monitoring.prometheus_url,
+                "prometheus_namespace": monitoring.namespace,
+                "action": config.optimizer.action,
+                "schedule": config.optimizer.schedule,
+                "utilization_threshold": config.optimizer.utilization_threshold,
+                "dry_run": config.optimizer.dry_run,
+            }, opts=self._k8s_opts())
         # [layer: autoscaling]
 
 
