@@ -27,10 +27,31 @@ class Chart:
 
 NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
 
-GPU_OPERATOR = Chart("gpu-operator", "v25.10.1", NVIDIA_HELM_REPO)
-DEVICE_PLUGIN = Chart("nvidia-device-plugin", "0.18.2", "https://nvidia.github.io/k8s-device-plugin")
-NETWORK_OPERATOR = Chart("network-operator", "25.7.0", NVIDIA_HELM_REPO)
-DCGM_EXPORTER = Chart("dcgm-exporter", "4.6.0", "https://nvidia.github.io/dcgm-exporter/helm-charts")
+# NVIDIA GPU and RDMA stack. GPU Operator 26.3.x pairs with Network Operator 26.1.x for GPUDirect RDMA
+# (NVIDIA Cloud Native Stack 26.6.0 compatibility note); the device plugin chart is the plugin release the
+# operator itself bundles (v26.3.3 values: devicePlugin.version v0.19.3), so both modes run the same plugin.
+GPU_OPERATOR = Chart("gpu-operator", "v26.3.3", NVIDIA_HELM_REPO)
+DEVICE_PLUGIN = Chart("nvidia-device-plugin", "0.19.3", "https://nvidia.github.io/k8s-device-plugin")
+NETWORK_OPERATOR = Chart("network-operator", "v26.1.2", NVIDIA_HELM_REPO)
+DCGM_EXPORTER = Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts")
+EFA_DEVICE_PLUGIN = Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts")
+HAMI = Chart("hami", "2.10.0", "https://project-hami.github.io/HAMi/")
+# Images the platform names itself (the charts' own images stay at their chart defaults).
+RDMA_SHARED_DEVICE_PLUGIN_IMAGE = ("nvcr.io/nvidia/mellanox", "k8s-rdma-shared-dev-plugin", "network-operator-v26.1.2")
+"""(repository, image, version) of the RDMA shared device plugin in the NicClusterPolicy (upstream example CR at
+Mellanox/network-operator@v26.1.2:example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr.yaml)."""
+DOCA_DRIVER_IMAGE = ("nvcr.io/nvidia/mellanox", "doca-driver", "doca3.3.0-26.01-1.0.0.0-0")
+"""(repository, image, version) of the DOCA-OFED driver container the Network Operator builds on AKS nodes (same
+upstream example CR)."""
+HAMI_KUBE_SCHEDULER_REGISTRY = ("registry.k8s.io", "kube-scheduler")
+"""Registry and repository of the kube-scheduler HAMi runs next to its extender; the tag follows the cluster's own
+Kubernetes version (chart default), the upstream registry replaces the chart's mirror in Hangzhou."""
+GKE_COS_DRIVER_INSTALLER = (
+    "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+    "f2cf4197a5c3f0f20133be15d5fad8b7453beed5/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
+)
+"""Google's COS driver-installer DaemonSet pinned to a commit: with the GPU Operator on GKE the node pools disable
+GKE's automatic driver install, and NVIDIA's GKE guide installs the driver with this DaemonSet."""
 KUEUE = Chart("oci://registry.k8s.io/kueue/charts/kueue", "0.16.2")
 KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "79.5.0", "https://prometheus-community.github.io/helm-charts")
 
