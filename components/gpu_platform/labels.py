@@ -59,6 +59,13 @@ AKS_SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
 AKS_SPOT_TAINT_VALUE = "spot"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+"""Zone of a node, set by every cloud's node controller; the top level of Kueue's topology for RDMA pools."""
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""Set by the API server on every namespace to its name: what NetworkPolicies and queues select namespaces by."""
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""Set by the Job controller on a Job's pods; an indexed Job's pods find rank 0 as ``<job-name>-0``."""
+APP_NAME_LABEL = "app.kubernetes.io/name"
 
 # Pod Security admission labels on team namespaces.
 POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
@@ -68,6 +75,9 @@ POD_SECURITY_WARN_LABEL = "pod-security.kubernetes.io/warn"
 # Kueue.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+KUEUE_PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+"""Pod-template annotation asking Kueue's topology-aware scheduling to place a pod set within one domain of the
+named level when it fits (kueue v1beta2 PodSetPreferredTopologyAnnotation)."""
 
 
 @dataclass(frozen=True)
