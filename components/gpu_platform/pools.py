@@ -11,14 +11,18 @@ from typing import Optional, TypedDict
 from . import labels
 from .labels import GPU_TAINT, Taint
 
-SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig")
+SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig", "hami")
+"""``hami``: HAMi's device plugin and scheduler share each GPU by memory (pods ask ``nvidia.com/gpumem``)."""
 
-# Extended resources a pod requests to get RDMA NICs, per fabric.
+# Extended resources a pod requests (count: `rdma_interfaces`) to get RDMA NICs, per fabric.
+# GKE's GPUDirect fabrics (gpudirect-tcpx/-tcpxo/-rdma) have none on purpose: GKE advertises one resource per
+# network (`networking.gke.io.networks/<network>`, 1 per node), and a pod gets every NIC from its
+# `rdma_pod_annotations` (`networking.gke.io/interfaces`); GKE's own A3 NCCL examples (cluster-toolkit
+# examples/gke-a3-*) request only `nvidia.com/gpu`.
 RDMA_RESOURCES = {
     "efa": "vpc.amazonaws.com/efa",
     "infiniband": "rdma/ib",
     "roce": "rdma/roce",
-    "gpudirect-rdma": "networking.gke.io.networks/rdma-0",
 }
 
 
@@ -28,13 +32,14 @@ class Sharing:
 
     mode: str = "exclusive"
     replicas: int = 1
-    """Pods per physical GPU for time-slicing and MPS."""
+    """Pods per physical GPU for time-slicing, MPS and HAMi."""
     mig_profile: Optional[str] = None
     """MIG profile (``1g.10gb``) applied to every GPU of the pool when ``mode == 'mig'``."""
 
     @property
     def shared(self) -> bool:
-        return self.mode in ("time-slicing", "mps")
+        """Each GPU is advertised ``replicas`` times as ``nvidia.com/gpu`` (time-slicing, MPS, HAMi)."""
+        return self.mode in ("time-slicing", "mps", "hami")
 
 
 @dataclass(frozen=True)
@@ -170,9 +175,9 @@ class GpuPoolSpec(TypedDict, total=False):
     memory_gib_per_node: int
     """Node memory in GiB."""
     sharing_mode: str
-    """``exclusive``, ``time-slicing``, ``mps`` or ``mig``."""
+    """``exclusive``, ``time-slicing``, ``mps``, ``mig`` or ``hami``."""
     sharing_replicas: int
-    """Pods per GPU for time-slicing / MPS."""
+    """Pods per GPU for time-slicing / MPS / HAMi."""
     mig_profile: str
     """MIG profile for ``mig`` pools (``1g.10gb``)."""
     rdma_fabric: str

@@ -180,8 +180,25 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
         "name": i.get("name", n), "endpoint": "34.1.2.3",
         "masterAuth": {"clusterCaCertificate": base64.b64encode(b"mock-ca").decode()},
         "selfLink": f"https://container.googleapis.com/v1/projects/mock/locations/x/clusters/{n}"},
-    "gcp:compute/network:Network": lambda n, i: {"selfLink": f"https://www.googleapis.com/compute/v1/projects/mock/global/networks/{n}"},
-    "gcp:compute/subnetwork:Subnetwork": lambda n, i: {"selfLink": f"https://www.googleapis.com/compute/v1/projects/mock/regions/x/subnetworks/{n}"},
+    "gcp:compute/network:Network": lambda n, i: {
+        "name": i.get("name", n),
+        "selfLink": f"https://www.googleapis.com/compute/v1/projects/{i.get('project', 'mock-project')}"
+                    f"/global/networks/{i.get('name', n)}"},
+    "gcp:compute/subnetwork:Subnetwork": lambda n, i: {
+        "name": i.get("name", n),
+        "selfLink": f"https://www.googleapis.com/compute/v1/projects/{i.get('project', 'mock-project')}/regions/"
+                    f"{i.get('region', 'us-central1')}/subnetworks/{i.get('name', n)}"},
+    "gcp:compute/firewall:Firewall": lambda n, i: {
+        "name": i.get("name", n),
+        "selfLink": f"https://www.googleapis.com/compute/v1/projects/{i.get('project', 'mock-project')}"
+                    f"/global/firewalls/{i.get('name', n)}"},
+    "gcp:compute/router:Router": lambda n, i: {"name": i.get("name", n)},
+    "gcp:compute/routerNat:RouterNat": lambda n, i: {"name": i.get("name", n)},
+    "gcp:container/nodePool:NodePool": lambda n, i: {
+        "name": i.get("name", n), "instanceGroupUrls": [
+            f"https://www.googleapis.com/compute/v1/projects/mock-project/zones/us-central1-a/instanceGroupManagers/"
+            f"gke-{i.get('name', n)}-grp"]},
+    "gcp:projects/iAMMember:IAMMember": lambda n, i: {"etag": "BwYmock="},
     "gcp:serviceaccount/account:Account": lambda n, i: {"email": f"{i.get('accountId', n)}@mock.iam.gserviceaccount.com"},
 }
 """Extra outputs per resource type token, on top of the inputs echoed back. Extend it for your own types."""

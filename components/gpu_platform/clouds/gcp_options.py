@@ -1,18 +1,352 @@
-"""Configuration keys of the gcp cloud layer, parsed without the cloud SDK.
+"""Configuration keys of the GKE layer (``cloud: gcp``), parsed and validated without the cloud SDK.
 
-Extend `CLUSTER_KEYS` / `POOL_KEYS` and the two parse functions with every key the gcp layer reads.
+Cluster keys (top level of the stack's ``gpu-platform`` namespace) and pool keys (in each ``nodePools`` entry)
+become `GcpClusterOptions` / `GcpPoolOptions`. Rules that need the whole configuration (software mode, zones
+of every pool) run in `parse_cluster_options`, which sees every pool, so each error still names its field.
 """
 
+import ipaddress
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
-CLUSTER_KEYS: set[str] = set()
-POOL_KEYS: set[str] = set()
+from .. import catalog
+from ..config import (
+    ConfigError,
+    as_mapping,
+    check_keys,
+    join,
+    read_bool,
+    read_enum,
+    read_int,
+    read_list,
+    read_str,
+)
+
+CLUSTER_KEYS = {
+    "project", "zone", "releaseChannel", "network", "subnetwork", "podsRangeName", "servicesRangeName",
+    "nodeCidr", "podCidr", "serviceCidr", "gpuNetworkCidr", "privateNodes", "systemPool", "nodeServiceAccount",
+    "deletionProtection", "managedDcgm",
+}
+POOL_KEYS = {
+    "gpuDriverVersion", "imageType", "reservationAffinity", "reservations", "compactPlacement",
+    "placementPolicyName", "diskSizeGb", "diskType", "serviceAccount",
+}
+SYSTEM_POOL_KEYS = {"machineType", "minNodes", "maxNodes", "diskSizeGb"}
+
+RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
+# GPUDriverInstallationConfig.GPUDriverVersion values a pool may choose when GKE installs the driver.
+# DEFAULT is the platform default: the driver GKE qualifies for the node version (cluster-toolkit's
+# gke-node-pool defaults to it too); LATEST tracks newer drivers sooner, and newer drivers have broken
+# GPUDirect-TCPX before (cluster-toolkit#3032), so it is an explicit opt-in per pool.
+DRIVER_VERSIONS = ("DEFAULT", "LATEST")
+DEFAULT_DRIVER_VERSION = "DEFAULT"
+DRIVER_DISABLED = "INSTALLATION_DISABLED"
+IMAGE_TYPES = ("COS_CONTAINERD", "UBUNTU_CONTAINERD")
+RESERVATION_AFFINITIES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION", "ANY_RESERVATION_THEN_FAIL")
+# GKE spreads a regional cluster's nodes over three zones unless node locations are given.
+REGIONAL_DEFAULT_ZONES = 3
+
+PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+ZONE = re.compile(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
+RESOURCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def parse_cluster_options(raw: Mapping, config: Any) -> Any:
-    return None
+@dataclass(frozen=True)
+class SystemPoolOptions:
+    """``systemPool``: the small CPU pool for cluster add-ons (GPU pools are tainted, so they need one)."""
+
+    machine_type: str = "e2-standard-4"
+    """Machine type of the system nodes."""
+    min_nodes: int = 1
+    """Minimum nodes in the whole pool (all zones)."""
+    max_nodes: int = 3
+    """Maximum nodes in the whole pool (all zones)."""
+    disk_size_gb: int = 100
+    """Boot disk size."""
 
 
-def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> Any:
-    return None
+@dataclass(frozen=True)
+class GcpClusterOptions:
+    """GKE cluster settings."""
+
+    project: Optional[str] = None
+    """Project ID. Default: the provider's project (``gcp:project``)."""
+    zone: Optional[str] = None
+    """Make a zonal cluster in this zone. Default: a regional cluster in ``region``."""
+    release_channel: str = "REGULAR"
+    """``RAPID``, ``REGULAR``, ``STABLE`` or ``EXTENDED``."""
+    network: Optional[str] = None
+    """Existing VPC network (name or self link). Default: a new VPC."""
+    subnetwork: Optional[str] = None
+    """Existing subnetwork with the two secondary ranges; required with ``network``."""
+    pods_range_name: str = "pods"
+    """Secondary range for Pod IPs (created with a new subnetwork, looked up in a given one)."""
+    services_range_name: str = "services"
+    """Secondary range for Service IPs."""
+    node_cidr: str = "10.0.0.0/20"
+    """Primary range of a new subnetwork."""
+    pod_cidr: str = "10.4.0.0/14"
+    """Pod secondary range of a new subnetwork."""
+    service_cidr: str = "10.8.0.0/20"
+    """Service secondary range of a new subnetwork."""
+    gpu_network_cidr: str = "192.168.0.0/16"
+    """Range carved into the GPUDirect NIC subnets (32 equal slots)."""
+    private_nodes: bool = True
+    """Nodes without external IPs (a Cloud NAT is added to a new VPC so they still reach registries)."""
+    system_pool: SystemPoolOptions = field(default_factory=SystemPoolOptions)
+    """The CPU pool for add-ons."""
+    node_service_account: Optional[str] = None
+    """Service account email of every node. Default: a new least-privilege account."""
+    deletion_protection: bool = True
+    """GKE deletion protection of the cluster."""
+    managed_dcgm: bool = False
+    """GKE-managed DCGM metrics (``monitoring_config`` component ``DCGM``). Default: on with ``cloud-managed``."""
+
+    @property
+    def regional(self) -> bool:
+        return self.zone is None
+
+
+@dataclass(frozen=True)
+class GcpPoolOptions:
+    """GKE settings of one GPU node pool."""
+
+    gpu_driver_version: Optional[str] = None
+    """``DEFAULT`` or ``LATEST`` when GKE installs the driver (None: ``DEFAULT``)."""
+    image_type: Optional[str] = None
+    """``COS_CONTAINERD`` or ``UBUNTU_CONTAINERD`` (None: COS, or Ubuntu when the GPU Operator installs the driver)."""
+    reservation_affinity: Optional[str] = None
+    """Reservation consumption; ``SPECIFIC_RESERVATION`` when ``reservations`` are named (None: GCE's default)."""
+    reservations: tuple[str, ...] = ()
+    """Names of specific reservations (``name`` or ``name/reservationBlocks/block``)."""
+    compact_placement: Optional[bool] = None
+    """COMPACT placement policy (None: on for RDMA pools). Needs exactly one zone."""
+    placement_policy_name: Optional[str] = None
+    """An existing resource policy to place the nodes with (implies compact placement)."""
+    disk_size_gb: int = 200
+    """Boot disk size; CUDA images are large."""
+    disk_type: Optional[str] = None
+    """Boot disk type (None: GKE's default for the machine type, e.g. Hyperdisk on A3 Ultra)."""
+    service_account: Optional[str] = None
+    """Service account email of this pool's nodes (default: the cluster's node service account)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Derived facts (pure): used by the cloud layer, tested without the engine.
+
+
+def software_installs_driver(gpu_software: str) -> bool:
+    """True when GKE installs the NVIDIA driver (everything but the GPU Operator, which brings its own)."""
+    return gpu_software != "operator"
+
+
+def driver_version(pool: GcpPoolOptions, gpu_software: str) -> str:
+    """``gpu_driver_installation_config.gpu_driver_version`` of a pool."""
+    if not software_installs_driver(gpu_software):
+        return DRIVER_DISABLED
+    return pool.gpu_driver_version or DEFAULT_DRIVER_VERSION
+
+
+def image_type(pool: GcpPoolOptions, gpu_software: str) -> str:
+    """Node image: the GPU Operator's driver container runs on Ubuntu only; GKE's driver on either."""
+    if pool.image_type:
+        return pool.image_type
+    return "COS_CONTAINERD" if software_installs_driver(gpu_software) else "UBUNTU_CONTAINERD"
+
+
+def pool_zones(pool: Any, cluster: GcpClusterOptions) -> tuple[str, ...]:
+    """Zones a GPU pool's nodes go to: its own ``zones``, else the zonal cluster's zone, else GKE's choice (())."""
+    if pool.zones:
+        return tuple(pool.zones)
+    return (cluster.zone,) if cluster.zone else ()
+
+
+def zone_count(pool: Any, cluster: GcpClusterOptions) -> int:
+    """How many zones the pool spans (GKE's default for a regional cluster is three)."""
+    return len(pool_zones(pool, cluster)) or (1 if cluster.zone else REGIONAL_DEFAULT_ZONES)
+
+
+def compact_placement(pool: Any) -> bool:
+    """Whether a pool gets the COMPACT placement policy: RDMA pools by default, or when asked."""
+    options: GcpPoolOptions = pool.cloud_options or GcpPoolOptions()
+    if options.placement_policy_name:
+        return True
+    return pool.rdma if options.compact_placement is None else options.compact_placement
+
+
+def managed_sharing(gpu_software: str) -> bool:
+    """GKE's own device plugin shares GPUs (time-sharing/MPS) only when GKE runs the device plugin."""
+    return gpu_software == "cloud-managed"
+
+
+def managed_partitioning(gpu_software: str) -> bool:
+    """GKE creates MIG partitions (``gpu_partition_size``) whenever GKE installs the driver; the GPU Operator's
+    MIG manager does it otherwise."""
+    return software_installs_driver(gpu_software)
+
+
+def disables_gke_device_plugin(gpu_software: str) -> bool:
+    """NVIDIA's own device plugin (chart or operator) replaces GKE's; two plugins would both advertise GPUs."""
+    return gpu_software != "cloud-managed"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parsing
+
+
+def _read_cidr(raw: Mapping, key: str, path: str, default: str) -> str:
+    value = read_str(raw, key, path, default)
+    try:
+        return str(ipaddress.ip_network(value, strict=True))
+    except ValueError:
+        raise ConfigError(join(path, key), f"'{value}' is not an IPv4 CIDR range such as {default}") from None
+
+
+def _read_email(raw: Mapping, key: str, path: str) -> Optional[str]:
+    value = read_str(raw, key, path, None)
+    if value is not None and not EMAIL.match(value):
+        raise ConfigError(join(path, key), f"'{value}' is not a service account email")
+    return value
+
+
+def _check_zone(zone: str, region: str, path: str) -> None:
+    if not ZONE.match(zone):
+        raise ConfigError(path, f"'{zone}' is not a zone name such as {region}-a")
+    if not zone.startswith(region + "-"):
+        raise ConfigError(path, f"zone '{zone}' is not in region '{region}'")
+
+
+def _parse_system_pool(raw: Mapping) -> SystemPoolOptions:
+    path = "systemPool"
+    value = raw.get(path)
+    if value is None:
+        return SystemPoolOptions()
+    sec = as_mapping(value, path)
+    check_keys(sec, SYSTEM_POOL_KEYS, path)
+    defaults = SystemPoolOptions()
+    min_nodes = read_int(sec, "minNodes", path, defaults.min_nodes, minimum=0)
+    max_nodes = read_int(sec, "maxNodes", path, max(defaults.max_nodes, min_nodes), minimum=1)
+    if min_nodes > max_nodes:
+        raise ConfigError(join(path, "minNodes"), f"minNodes ({min_nodes}) is greater than maxNodes ({max_nodes})")
+    return SystemPoolOptions(
+        machine_type=read_str(sec, "machineType", path, defaults.machine_type),
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        disk_size_gb=read_int(sec, "diskSizeGb", path, defaults.disk_size_gb, minimum=10),
+    )
+
+
+def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
+    """Cluster keys, then the rules that involve several pools or the GPU software mode."""
+    project = read_str(raw, "project", "", None)
+    if project is not None and not PROJECT_ID.match(project):
+        raise ConfigError("project", f"'{project}' is not a project ID (6-30 lower-case letters, digits, '-')")
+    zone = read_str(raw, "zone", "", None)
+    if zone is not None:
+        _check_zone(zone, config.region, "zone")
+    network = read_str(raw, "network", "", None)
+    subnetwork = read_str(raw, "subnetwork", "", None)
+    if (network is None) != (subnetwork is None):
+        missing = "subnetwork" if network is not None else "network"
+        raise ConfigError(missing, "an existing VPC needs both network and subnetwork")
+    for key in ("nodeCidr", "podCidr", "serviceCidr") if network is not None else ():
+        if key in raw:
+            raise ConfigError(key, "applies only to a new VPC; the given subnetwork has its own ranges")
+    gpu_cidr = _read_cidr(raw, "gpuNetworkCidr", "", GcpClusterOptions.gpu_network_cidr)
+    if ipaddress.ip_network(gpu_cidr).prefixlen > 19:
+        raise ConfigError("gpuNetworkCidr", f"'{gpu_cidr}' is too small: GPU NIC subnets need a /19 or larger")
+    options = GcpClusterOptions(
+        project=project,
+        zone=zone,
+        release_channel=read_enum(raw, "releaseChannel", "", RELEASE_CHANNELS, "REGULAR"),
+        network=network,
+        subnetwork=subnetwork,
+        pods_range_name=read_str(raw, "podsRangeName", "", "pods"),
+        services_range_name=read_str(raw, "servicesRangeName", "", "services"),
+        node_cidr=_read_cidr(raw, "nodeCidr", "", GcpClusterOptions.node_cidr),
+        pod_cidr=_read_cidr(raw, "podCidr", "", GcpClusterOptions.pod_cidr),
+        service_cidr=_read_cidr(raw, "serviceCidr", "", GcpClusterOptions.service_cidr),
+        gpu_network_cidr=gpu_cidr,
+        private_nodes=read_bool(raw, "privateNodes", "", True),
+        system_pool=_parse_system_pool(raw),
+        node_service_account=_read_email(raw, "nodeServiceAccount", ""),
+        deletion_protection=read_bool(raw, "deletionProtection", "", True),
+        managed_dcgm=read_bool(raw, "managedDcgm", "", config.gpu_software == "cloud-managed"),
+    )
+    if options.managed_dcgm and config.gpu_software != "cloud-managed":
+        raise ConfigError("managedDcgm", "GKE's managed DCGM metrics need GKE's driver and device plugin "
+                                         f"(gpuSoftware 'cloud-managed'), not '{config.gpu_software}'")
+    _check_pools(config, options)
+    return options
+
+
+def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
+    rdma_zone: Optional[tuple[str, int]] = None
+    for i, pool in enumerate(config.node_pools):
+        path = join("nodePools", i)
+        options: GcpPoolOptions = pool.cloud_options or GcpPoolOptions()
+        for j, zone in enumerate(pool.zones):
+            _check_zone(zone, config.region, join(join(path, "zones"), j))
+        if config.gpu_software == "operator":
+            if options.gpu_driver_version is not None:
+                raise ConfigError(join(path, "gpuDriverVersion"),
+                                  "the GPU Operator installs the driver (gpuSoftware 'operator'); remove it")
+            if options.image_type == "COS_CONTAINERD":
+                raise ConfigError(join(path, "imageType"), "the GPU Operator's driver needs UBUNTU_CONTAINERD "
+                                                           "nodes; use gpuSoftware 'cloud-managed' for COS")
+            if pool.rdma:
+                raise ConfigError(join(path, "rdma"), "GPUDirect on GKE needs GKE's driver (its NCCL plugin "
+                                                      "installers use /home/kubernetes/bin/nvidia); use gpuSoftware "
+                                                      "'cloud-managed' or 'device-plugin'")
+        zones = pool_zones(pool, cluster)
+        if compact_placement(pool) and len(zones) != 1:
+            raise ConfigError(join(path, "zones"), "compact placement needs exactly one zone, got "
+                                                   f"{len(zones) or 'GKE default'}; set zones: [{config.region}-a]"
+                                                   " (a zone offering the GPU) or compactPlacement: false")
+        shape = catalog.SHAPES.get(("gcp", pool.instance_type))
+        if pool.rdma and shape is not None and shape.rdma_fabric == catalog.GPUDIRECT_RDMA:
+            if len(zones) != 1:
+                raise ConfigError(join(path, "zones"), "GPUDirect-RDMA uses a zonal RoCE network; set exactly one zone")
+            if rdma_zone is None:
+                rdma_zone = (zones[0], i)
+            elif zones[0] != rdma_zone[0]:
+                raise ConfigError(join(path, "zones"), "every GPUDirect-RDMA pool shares one RoCE network; use "
+                                                       f"the zone of nodePools[{rdma_zone[1]}] ({rdma_zone[0]})")
+
+
+def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoolOptions:
+    """Pool keys that only need the pool itself."""
+    reservations = tuple(str(r) for r in read_list(raw, "reservations", path))
+    affinity = read_enum(raw, "reservationAffinity", path, RESERVATION_AFFINITIES, None)
+    if reservations and affinity not in (None, "SPECIFIC_RESERVATION"):
+        raise ConfigError(join(path, "reservationAffinity"),
+                          f"named reservations need SPECIFIC_RESERVATION, not {affinity}")
+    if affinity == "SPECIFIC_RESERVATION" and not reservations:
+        raise ConfigError(join(path, "reservations"), "SPECIFIC_RESERVATION needs at least one reservation name")
+    if reservations:
+        affinity = "SPECIFIC_RESERVATION"
+    if pool.spot:
+        if affinity not in (None, "NO_RESERVATION"):
+            raise ConfigError(join(path, "reservationAffinity"), "Spot VMs cannot consume reservations; "
+                                                                 "use NO_RESERVATION or spot: false")
+        affinity = "NO_RESERVATION"
+    policy = read_str(raw, "placementPolicyName", path, None)
+    if policy is not None and not RESOURCE_NAME.match(policy):
+        raise ConfigError(join(path, "placementPolicyName"), f"'{policy}' is not a resource policy name")
+    compact = read_bool(raw, "compactPlacement", path, True) if "compactPlacement" in raw else None
+    if policy is not None and compact is False:
+        raise ConfigError(join(path, "compactPlacement"), "placementPolicyName is a compact placement policy")
+    return GcpPoolOptions(
+        gpu_driver_version=read_enum(raw, "gpuDriverVersion", path, DRIVER_VERSIONS, None),
+        image_type=read_enum(raw, "imageType", path, IMAGE_TYPES, None),
+        reservation_affinity=affinity,
+        reservations=reservations,
+        compact_placement=compact,
+        placement_policy_name=policy,
+        disk_size_gb=read_int(raw, "diskSizeGb", path, GcpPoolOptions.disk_size_gb, minimum=10),
+        disk_type=read_str(raw, "diskType", path, None),
+        service_account=_read_email(raw, "serviceAccount", path),
+    )

@@ -1,0 +1,135 @@
+"""Pure decisions behind a GKE GPU node pool: accelerators, driver, sharing, taints, labels, sizes, kubeconfig.
+
+Every function returns plain values in the snake_case dict form ``pulumi_gcp.container`` input types accept
+(``NodePoolNodeConfigGuestAcceleratorArgsDict`` etc., property names checked in pulumi_gcp 10.2.0), so the
+component stays a thin wrapper and the rules are unit-tested without the engine.
+"""
+
+import json
+import math
+from typing import Optional
+
+from .. import catalog, labels
+from ..pools import GpuPool
+
+# GKE's node pools take the API enum for taint effects, as EKS does.
+SHARING_STRATEGIES = {"time-slicing": "TIME_SHARING", "mps": "MPS"}
+GKE_DRIVER_INSTALL_DIR = "/home/kubernetes/bin/nvidia"
+"""Where GKE's driver installer puts the driver on the host (what NVIDIA's toolkit/device plugin must use)."""
+NODE_SERVICE_ACCOUNT_ROLES = (
+    # GKE's least-privilege node service account (hardening guide): logs, metrics, metadata, image pulls.
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+)
+OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+"""IAM (the node service account's roles) limits access; the cloud-platform scope is GKE's recommendation."""
+
+
+def accelerator_type(pool: GpuPool, n1_accelerator: str = "") -> str:
+    """The GCE accelerator type: fixed by A2/A3/G2 machine types, named in the pool for N1."""
+    shape = catalog.SHAPES.get(("gcp", pool.instance_type))
+    if shape is not None and shape.accelerator_type:
+        return shape.accelerator_type
+    if not n1_accelerator:
+        raise ValueError(f"pool '{pool.name}': '{pool.instance_type}' needs an accelerator type (N1)")
+    return n1_accelerator
+
+
+def guest_accelerator(pool: GpuPool, accelerator: str, driver_version: str, gke_sharing: bool,
+                      gke_partitioning: bool) -> dict:
+    """``node_config.guest_accelerators[0]``: type, count, driver installation, sharing and MIG partitions."""
+    out: dict = {
+        "type": accelerator,
+        "count": pool.gpus_per_node,
+        "gpu_driver_installation_config": {"gpu_driver_version": driver_version},
+    }
+    if gke_sharing and pool.sharing.mode in SHARING_STRATEGIES:
+        out["gpu_sharing_config"] = {
+            "gpu_sharing_strategy": SHARING_STRATEGIES[pool.sharing.mode],
+            "max_shared_clients_per_gpu": pool.sharing.replicas,
+        }
+    if gke_partitioning and pool.sharing.mode == "mig":
+        out["gpu_partition_size"] = pool.sharing.mig_profile
+    return out
+
+
+def taints(pool: GpuPool) -> list[dict]:
+    """Every taint of the pool, declared explicitly (GKE adds the GPU taint only in some cases, and an implicit
+    one makes later updates want to recreate the pool: cluster-toolkit PR #1285)."""
+    return [{"key": t.key, "value": t.value, "effect": labels.EFFECT_TO_API_ENUM[t.effect]} for t in pool.taints]
+
+
+def node_labels(pool: GpuPool, disable_gke_device_plugin: bool) -> dict[str, str]:
+    """Kubernetes labels of the pool's nodes: the platform's scheme plus GKE's device-plugin switch."""
+    out = dict(pool.labels)
+    if disable_gke_device_plugin:
+        out[labels.GKE_NO_DEFAULT_DEVICE_PLUGIN_LABEL] = "true"
+    return out
+
+
+def initial_node_count(pool: GpuPool, desired: Optional[int], zones: int) -> int:
+    """GKE's ``initial_node_count`` is per zone: spread the wanted total over the pool's zones, rounding up."""
+    total = pool.min_nodes if desired is None else desired
+    return math.ceil(total / max(zones, 1))
+
+
+def autoscaling(pool: GpuPool) -> dict:
+    """Total (not per-zone) limits, so ``minNodes``/``maxNodes`` mean the whole pool; Spot pools scale in any
+    zone with capacity (``ANY``, GKE's recommendation for Spot)."""
+    out: dict = {"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes}
+    if pool.spot:
+        out["location_policy"] = "ANY"
+    return out
+
+
+def reservation_affinity(affinity: Optional[str], reservations: tuple[str, ...]) -> Optional[dict]:
+    """``node_config.reservation_affinity``; reservations are matched by name."""
+    if affinity is None:
+        return None
+    out: dict = {"consume_reservation_type": affinity}
+    if reservations:
+        out["key"] = "compute.googleapis.com/reservation-name"
+        out["values"] = list(reservations)
+    return out
+
+
+def placement_policy(compact: bool, policy_name: Optional[str]) -> Optional[dict]:
+    """``placement_policy``: COMPACT (the only type GKE has) keeps RDMA nodes close on the network."""
+    if not compact:
+        return None
+    out: dict = {"type": "COMPACT"}
+    if policy_name:
+        out["policy_name"] = policy_name
+    return out
+
+
+def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that authenticates with ``gke-gcloud-auth-plugin`` (short-lived tokens, no static secret)."""
+    return json.dumps({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": cluster_name,
+        "clusters": [{"name": cluster_name,
+                      "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+        "users": [{"name": cluster_name, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "gke-gcloud-auth-plugin",
+            "installHint": "Install gke-gcloud-auth-plugin for use with kubectl by following "
+                           "https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl"
+                           "#install_plugin",
+            "provideClusterInfo": True,
+        }}}],
+    }, indent=2)
+
+
+def resource_name(name: str, limit: int = 40) -> str:
+    """A GCE/GKE resource name from a stack or pool name: lower-case, ``[a-z][-a-z0-9]*``, at most ``limit``."""
+    cleaned = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+    cleaned = "-".join(part for part in cleaned.split("-") if part)
+    if not cleaned or not cleaned[0].isalpha():
+        cleaned = f"gpu-{cleaned}".rstrip("-")
+    return cleaned[:limit].rstrip("-")
