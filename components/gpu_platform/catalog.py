@@ -65,6 +65,21 @@ GPU_MODELS: dict[str, GpuModel] = {
 }
 
 
+def mig_instances_per_gpu(model: GpuModel, profile: str) -> int:
+    """How many instances of one MIG profile a GPU holds when partitioned ``all-<profile>``.
+
+    NVIDIA MIG user guide, "Supported MIG Profiles" (A100/H100/H200/B200 tables, 8 memory slices, 7 compute
+    slices): 1g with the smallest memory x7, the double-memory 1g x4, 2g x3, 3g x2, 4g x1, 7g x1.
+    """
+    if profile not in model.mig_profiles:
+        raise ValueError(f"{model.display_name} has no MIG profile {profile}")
+    compute = int(profile.split("g.", 1)[0])
+    if compute == 1:
+        smallest_1g = next(p for p in model.mig_profiles if p.startswith("1g."))
+        return 7 if profile == smallest_1g else 4
+    return {2: 3, 3: 2, 4: 1, 7: 1}[compute]
+
+
 @dataclass(frozen=True)
 class MachineShape:
     """One GPU machine type / VM size / shape of a cloud."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import catalog, labels
+from . import catalog, labels, priorities
 from .errors import ConfigError, did_you_mean, one_of
 from .labels import Taint
 from .pools import SHARING_MODES, GpuPool, Sharing
@@ -170,6 +170,19 @@ class AutoscalingConfig:
 
 
 @dataclass(frozen=True)
+class TrainingConfig:
+    """``training``: the reference Kueue-managed training job in the first team's namespace."""
+
+    enabled: bool = True
+    schedule: str = "0 3 * * 0"
+    """Cron schedule of the retraining CronJob (default: Sundays 03:00)."""
+    checkpoint_storage_class: Optional[str] = None
+    """StorageClass of the checkpoint volume; it must offer ReadWriteMany (None: the cluster's default class)."""
+    checkpoint_size: str = "100Gi"
+    """Size of the checkpoint volume."""
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
     """A whole environment: the parsed ``gpu-platform`` configuration of one stack."""
 
@@ -186,6 +199,7 @@ class PlatformConfig:
     inference: InferenceConfig = field(default_factory=InferenceConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     autoscaling: AutoscalingConfig = field(default_factory=AutoscalingConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>_options.py``."""
 
@@ -503,7 +517,7 @@ def parse_scheduling(raw: Mapping) -> SchedulingConfig:
     return SchedulingConfig(
         kueue=read_bool(sec, "kueue", path, True),
         per_gpu_priority_classes=read_bool(sec, "perGpuPriorityClasses", path, False),
-        default_priority_class=read_str(sec, "defaultPriorityClass", path, None),
+        default_priority_class=read_enum(sec, "defaultPriorityClass", path, tuple(t.name for t in priorities.TIERS)),
     )
 
 
@@ -561,9 +575,29 @@ def parse_autoscaling(raw: Mapping, cloud: str) -> AutoscalingConfig:
     )
 
 
+def parse_training(raw: Mapping) -> TrainingConfig:
+    sec, path = _section(raw, "training"), "training"
+    check_keys(sec, {"enabled", "schedule", "checkpointStorageClass", "checkpointSize"}, path)
+    schedule = read_str(sec, "schedule", path, TrainingConfig.schedule)
+    if len(schedule.split()) != 5:
+        raise ConfigError(join(path, "schedule"), f"'{schedule}' is not a five-field cron schedule")
+    size = read_str(sec, "checkpointSize", path, TrainingConfig.checkpoint_size)
+    if not re.fullmatch(r"[1-9]\d*(Mi|Gi|Ti)", size):
+        raise ConfigError(join(path, "checkpointSize"), f"'{size}' is not a storage quantity such as 100Gi")
+    storage_class = read_str(sec, "checkpointStorageClass", path, None)
+    if storage_class is not None and not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", storage_class):
+        raise ConfigError(join(path, "checkpointStorageClass"), f"'{storage_class}' is not a StorageClass name")
+    return TrainingConfig(
+        enabled=read_bool(sec, "enabled", path, True),
+        schedule=schedule,
+        checkpoint_storage_class=storage_class,
+        checkpoint_size=size,
+    )
+
+
 TOP_LEVEL_KEYS = {
     "cloud", "region", "compartmentId", "kubernetesVersion", "gpuSoftware", "nodePools", "teams",
-    "monitoring", "scheduling", "inference", "optimizer", "autoscaling",
+    "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training",
 }
 
 
@@ -613,12 +647,29 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         inference=parse_inference(raw, [p.name for p in pools]),
         optimizer=parse_optimizer(raw),
         autoscaling=parse_autoscaling(raw, cloud),
+        training=parse_training(raw),
     )
     _check_software(config)
+    _check_scheduling(config)
     parse_cluster = getattr(options, "parse_cluster_options", None)
     if parse_cluster is not None:
         config = _replace(config, cluster_options=parse_cluster(raw, config))
     return config
+
+
+# Kueue's ResourceFlavor takes at most 8 tolerations (kueue.x-k8s.io/v1beta2 CRD, spec.tolerations maxItems).
+MAX_POOL_TAINTS = 8
+
+
+def _check_scheduling(config: PlatformConfig) -> None:
+    """Limits the scheduling layer inherits from Kueue's API."""
+    if not config.scheduling.kueue:
+        return
+    for i, pool in enumerate(config.gpu_pools()):
+        if len(pool.taints) > MAX_POOL_TAINTS:
+            raise ConfigError(join(join("nodePools", i), "taints"),
+                              f"the pool's nodes would carry {len(pool.taints)} taints (the GPU taint included); "
+                              f"a Kueue flavor tolerates at most {MAX_POOL_TAINTS}")
 
 
 def _check_software(config: PlatformConfig) -> None:

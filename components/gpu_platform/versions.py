@@ -52,12 +52,17 @@ GKE_COS_DRIVER_INSTALLER = (
 )
 """Google's COS driver-installer DaemonSet pinned to a commit: with the GPU Operator on GKE the node pools disable
 GKE's automatic driver install, and NVIDIA's GKE guide installs the driver with this DaemonSet."""
-KUEUE = Chart("oci://registry.k8s.io/kueue/charts/kueue", "0.16.2")
+# Kueue 0.19.2 (2026-08-20): chart version = git tag without the "v" (hack/helm-chart-package.sh); stores
+# kueue.x-k8s.io/v1beta2 (storage version since 0.16). Values keys checked in charts/kueue/values.yaml@v0.19.2.
+KUEUE = Chart("oci://registry.k8s.io/kueue/charts/kueue", "0.19.2")
 KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "79.5.0", "https://prometheus-community.github.io/helm-charts")
 
 # Kubernetes API versions of the custom resources the platform creates.
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 PROMETHEUS_OPERATOR_API_VERSION = "monitoring.coreos.com/v1"
+
+TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:25.05-py3"
+"""NGC PyTorch container (PyTorch, CUDA, NCCL) the reference training job runs; a tag NGC publishes (25.05)."""
 
 # EKS managed add-ons per Kubernetes minor (EKS add-on versions, `aws eks describe-addon-versions`).
 # kube-proxy and CoreDNS follow the Kubernetes minor, so every supported minor has its own row. vpc-cni must be
