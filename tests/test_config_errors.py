@@ -40,7 +40,7 @@ CASES = [
     ("mig on a GPU without MIG", with_pool(sharing={"mode": "mig", "profile": "1g.10gb"}),
      "bad: nodePools[0].sharing.mode: mig needs a MIG-capable GPU; NVIDIA L4 on 'g6.xlarge' has no MIG"),
     ("unknown sharing mode", with_pool(sharing={"mode": "timeslicing"}),
-     "bad: nodePools[0].sharing.mode: 'timeslicing' is not one of exclusive, time-slicing, mps, mig; "
+     "bad: nodePools[0].sharing.mode: 'timeslicing' is not one of exclusive, time-slicing, mps, mig, hami; "
      "did you mean 'time-slicing'?"),
     ("time-slicing replicas 1", with_pool(sharing={"mode": "time-slicing", "replicas": 1}),
      "bad: nodePools[0].sharing.replicas: time-slicing needs at least 2 replicas per GPU, got 1"),

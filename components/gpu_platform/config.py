@@ -359,7 +359,7 @@ def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel],
     raw = as_mapping(raw_pool["sharing"], spath)
     check_keys(raw, {"mode", "replicas", "profile"}, spath)
     mode = read_enum(raw, "mode", spath, SHARING_MODES, "exclusive")
-    if mode in ("time-slicing", "mps"):
+    if mode in ("time-slicing", "mps", "hami"):
         replicas = read_int(raw, "replicas", spath, required=True)
         if replicas < 2:
             raise ConfigError(join(spath, "replicas"), f"{mode} needs at least 2 replicas per GPU, got {replicas}")
@@ -627,9 +627,11 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     version = read_str(raw, "kubernetesVersion", "", DEFAULT_KUBERNETES_VERSION)
     if not KUBERNETES_VERSION.match(version):
         raise ConfigError("kubernetesVersion", f"'{version}' is not a Kubernetes minor version such as 1.34")
-    gpu_software = read_enum(raw, "gpuSoftware", "", GPU_SOFTWARE, DEFAULT_GPU_SOFTWARE[cloud])
+    gpu_software = read_enum(raw, "gpuSoftware", "", GPU_SOFTWARE, None)
     raw_pools = read_list(raw, "nodePools", "", required=True, non_empty=True)
     pools = [parse_node_pool(p, join("nodePools", i), cloud, options) for i, p in enumerate(raw_pools)]
+    if gpu_software is None:
+        gpu_software = default_gpu_software(cloud, pools)
     _unique([p.name for p in pools], "nodePools", "pool")
     teams = [parse_team(t, join("teams", i)) for i, t in enumerate(read_list(raw, "teams", ""))]
     _unique([t.name for t in teams], "teams", "team")
@@ -672,15 +674,50 @@ def _check_scheduling(config: PlatformConfig) -> None:
                               f"a Kueue flavor tolerates at most {MAX_POOL_TAINTS}")
 
 
+def default_gpu_software(cloud: str, pools: list[NodePoolConfig]) -> str:
+    """The cloud's recommended GPU software, or the GPU Operator when a pool's sharing needs what that cannot
+    deliver (MIG partitioning outside AKS, time-slicing/MPS/HAMi with the cloud's own plugin outside GKE)."""
+    try:
+        _check_pool_software(cloud, DEFAULT_GPU_SOFTWARE[cloud], pools)
+    except ConfigError:
+        return "operator"
+    return DEFAULT_GPU_SOFTWARE[cloud]
+
+
 def _check_software(config: PlatformConfig) -> None:
+    _check_pool_software(config.cloud, config.gpu_software, list(config.node_pools))
+
+
+def _check_pool_software(cloud: str, gpu_software: str, pools: list[NodePoolConfig]) -> None:
     """Sharing modes the chosen GPU software can actually deliver on this cloud."""
-    for i, pool in enumerate(config.node_pools):
+    if gpu_software == "device-plugin" and cloud == "gcp":
+        # GKE installs its own device plugin with its driver; NVIDIA's chart has no GKE driver-root preset.
+        raise ConfigError("gpuSoftware", "'device-plugin' is not supported on GKE, which runs its own device plugin; "
+                                         "use 'cloud-managed' (GKE's) or 'operator'")
+    first_hami: Optional[int] = None
+    for i, pool in enumerate(pools):
         mode = pool.sharing.mode
-        if config.gpu_software == "cloud-managed" and mode in ("time-slicing", "mps") and config.cloud != "gcp":
+        if mode == "hami" and gpu_software == "cloud-managed":
+            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
+                              "hami replaces the NVIDIA device plugin on its pools, which gpuSoftware "
+                              "'cloud-managed' leaves to the cloud; use 'operator' or 'device-plugin'")
+        if mode == "hami" and first_hami is None:
+            first_hami = i
+        elif mode == "hami" and pool.sharing.replicas != pools[first_hami].sharing.replicas:
+            # HAMi's deviceSplitCount is one chart-wide value.
+            raise ConfigError(join(join("nodePools", i), "sharing.replicas"),
+                              f"hami pools share GPUs one way cluster-wide (HAMi's deviceSplitCount): "
+                              f"nodePools[{first_hami}] uses {pools[first_hami].sharing.replicas}, "
+                              f"got {pool.sharing.replicas}")
+        if gpu_software == "device-plugin" and mode == "mig" and cloud != "azure":
+            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
+                              "mig with gpuSoftware 'device-plugin' needs GPUs the cloud partitions (AKS only); "
+                              "use 'operator', whose MIG manager applies the pool's profile")
+        if gpu_software == "cloud-managed" and mode in ("time-slicing", "mps") and cloud != "gcp":
             raise ConfigError(join(join("nodePools", i), "sharing.mode"),
                               f"{mode} with gpuSoftware 'cloud-managed' is only possible on GKE; "
                               "use gpuSoftware 'device-plugin' or 'operator'")
-        if config.gpu_software == "cloud-managed" and mode == "mig" and config.cloud not in ("gcp", "azure"):
+        if gpu_software == "cloud-managed" and mode == "mig" and cloud not in ("gcp", "azure"):
             raise ConfigError(join(join("nodePools", i), "sharing.mode"),
                               "mig with gpuSoftware 'cloud-managed' is only possible on GKE and AKS; use 'operator'")
 

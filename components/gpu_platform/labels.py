@@ -16,7 +16,8 @@ ACCELERATOR_LABEL = f"{DOMAIN}/accelerator"
 RDMA_LABEL = f"{DOMAIN}/rdma"
 """RDMA fabric of the node (``efa``, ``infiniband``, ``roce``, ``gpudirect-tcpxo``, ``gpudirect-rdma``); set only on RDMA pools."""
 SHARING_LABEL = f"{DOMAIN}/gpu-sharing"
-"""GPU sharing mode of the pool (``exclusive``, ``time-slicing``, ``mps``, ``mig``)."""
+"""GPU sharing mode of the pool (``exclusive``, ``time-slicing``, ``mps``, ``mig``, ``hami``). Pods that want
+HAMi's memory-level GPU sharing carry it too (``hami``): HAMi's webhook only mutates pods with that label."""
 TEAM_LABEL = f"{DOMAIN}/team"
 """Team that owns a namespace or workload."""
 OPT_IN_LABEL = f"{DOMAIN}/optimize"
@@ -46,7 +47,8 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 """Selects the MIG partitioning the MIG manager applies to a node."""
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
-"""GPU Operator: ``false`` keeps its device plugin off a node (set on EKS Bottlerocket pools, which run their own)."""
+"""GPU Operator: ``false`` keeps its device plugin off a node (set on EKS Bottlerocket pools, which run their own,
+and on HAMi pools); the standalone device plugin chart's affinity honours it too."""
 
 # Cloud labels.
 GKE_NO_DEFAULT_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
@@ -115,4 +117,7 @@ def pool_node_labels(
         labels[RDMA_LABEL] = rdma_fabric
     if sharing_mode in ("time-slicing", "mps"):
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool_name
+    if sharing_mode == "hami":
+        # HAMi's device plugin owns nvidia.com/gpu on these nodes; NVIDIA's (operator or chart) stays off.
+        labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
     return labels
