@@ -14,7 +14,7 @@ from .labels import GPU_TAINT, Taint
 SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig", "hami")
 """``hami``: HAMi's device plugin and scheduler share each GPU by memory (pods ask ``nvidia.com/gpumem``)."""
 
-# Extended resources a pod requests (count: `rdma_interfaces`) to get RDMA NICs, per fabric.
+# Extended resources a pod requests to get RDMA NICs, per fabric (how many: `GpuPool.rdma_limits`).
 # GKE's GPUDirect fabrics (gpudirect-tcpx/-tcpxo/-rdma) have none on purpose: GKE advertises one resource per
 # network (`networking.gke.io.networks/<network>`, 1 per node), and a pod gets every NIC from its
 # `rdma_pod_annotations` (`networking.gke.io/interfaces`); GKE's own A3 NCCL examples (cluster-toolkit
@@ -100,6 +100,16 @@ class GpuPool:
     def rdma_resource(self) -> Optional[str]:
         """The extended resource a pod requests for RDMA NICs on this pool (None without RDMA)."""
         return RDMA_RESOURCES.get(self.rdma_fabric or "")
+
+    @property
+    def rdma_limits(self) -> dict[str, int]:
+        """Container limits a training pod adds for RDMA NICs: every EFA interface of the node
+        (``vpc.amazonaws.com/efa``), or one unit of the RDMA shared device plugin's resource (``rdma/ib``,
+        ``rdma/roce``), which gives the pod all of the node's HCAs. Empty without an extended resource."""
+        resource = self.rdma_resource
+        if not resource:
+            return {}
+        return {resource: self.rdma_interfaces if self.rdma_fabric == "efa" else 1}
 
     @property
     def schedulable_gpus_per_node(self) -> int:
