@@ -33,6 +33,10 @@ APP_NAME_LABEL = "app.kubernetes.io/name"
 # Monitoring.
 GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
 """ConfigMaps carrying this label (value ``"1"``) are loaded by Grafana's dashboard sidecar."""
+GRAFANA_FOLDER_ANNOTATION = "grafana_folder"
+"""Annotation on a dashboard ConfigMap naming the Grafana folder the sidecar files it in."""
+HELM_RELEASE_LABEL = "release"
+"""kube-prometheus-stack's default selector label for ServiceMonitors, PodMonitors and PrometheusRules."""
 
 # The GPU taint: GKE's own choice, what NVIDIA's charts tolerate by default, and (on EKS) the key the
 # ExtendedResourceToleration admission plugin matches to the `nvidia.com/gpu` resource.

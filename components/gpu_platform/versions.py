@@ -55,7 +55,9 @@ GKE's automatic driver install, and NVIDIA's GKE guide installs the driver with 
 # Kueue 0.19.2 (2026-08-20): chart version = git tag without the "v" (hack/helm-chart-package.sh); stores
 # kueue.x-k8s.io/v1beta2 (storage version since 0.16). Values keys checked in charts/kueue/values.yaml@v0.19.2.
 KUEUE = Chart("oci://registry.k8s.io/kueue/charts/kueue", "0.19.2")
-KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "79.5.0", "https://prometheus-community.github.io/helm-charts")
+# kube-prometheus-stack 88.5.3 (prometheus-operator v0.93.1; subcharts grafana 12.11.1 from grafana-community,
+# kube-state-metrics 8.4.0 = v2.20.0). Keys we set: tests/data/chart_keys/kube-prometheus-stack-88.5.3.keys.
+KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.5.3", "https://prometheus-community.github.io/helm-charts")
 
 # Kubernetes API versions of the custom resources the platform creates.
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
