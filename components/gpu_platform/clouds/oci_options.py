@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..config import ConfigError, join, read_bool, read_int, read_list, read_str
+from .oci_network import SERVICES_CIDR
 
 CLUSTER_KEYS = {
     "vcnCidr", "vcnId", "endpointSubnetId", "workerSubnetId", "podSubnetId", "loadBalancerSubnetId",
@@ -154,6 +155,8 @@ def parse_cluster_options(raw: Mapping, config: Any) -> OciClusterOptions:
                                      "subnets need a /16 or larger")
     if not network.is_private:
         raise ConfigError("vcnCidr", f"'{vcn_cidr}' is not a private (RFC 1918) range")
+    if network.overlaps(ipaddress.IPv4Network(SERVICES_CIDR)):
+        raise ConfigError("vcnCidr", f"'{vcn_cidr}' overlaps the Kubernetes Service CIDR {SERVICES_CIDR}")
     public = read_bool(raw, "publicEndpoint", "", True)
     allowed_raw = read_list(raw, "apiAllowedCidrs", "")
     if allowed_raw and not public:
