@@ -200,6 +200,10 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
             f"gke-{i.get('name', n)}-grp"]},
     "gcp:projects/iAMMember:IAMMember": lambda n, i: {"etag": "BwYmock="},
     "gcp:serviceaccount/account:Account": lambda n, i: {"email": f"{i.get('accountId', n)}@mock.iam.gserviceaccount.com"},
+    # pulumi-random: a deterministic stand-in with the requested length (the real one is random and secret).
+    "random:index/randomPassword:RandomPassword": lambda n, i: {
+        "result": ("mock" + n.replace("-", ""))[: int(i.get("length", 16))].ljust(int(i.get("length", 16)), "x"),
+        "bcryptHash": "$2a$10$mockmockmockmockmockmu"},
 }
 """Extra outputs per resource type token, on top of the inputs echoed back. Extend it for your own types."""
 
