@@ -107,6 +107,9 @@ ERRORS = [
     ("zone outside availabilityZones",
      stack({**INFER, "zones": ["us-west-2d"]}, availabilityZones=["us-west-2a", "us-west-2b"]),
      "s: nodePools[0].zones[0]: 'us-west-2d' is not one of availabilityZones (us-west-2a, us-west-2b)"),
+    ("pools name four zones", stack(*[{**INFER, "name": f"p{z}", "zones": [f"us-west-2{z}"]} for z in "abcd"]),
+     "s: nodePools[3].zones[0]: pools name more than 3 zones (us-west-2a, us-west-2b, us-west-2c, us-west-2d); "
+     "a new VPC spans 3"),
     ("subnetIds without vpcId", stack({**INFER, "subnetIds": ["subnet-0aaaaaaaaaaaaaaa1"]}),
      "s: nodePools[0].subnetIds: only applies with vpcId; in a new VPC use zones"),
     ("vpcId without subnets", stack(vpcId="vpc-0123456789abcdef0"),

@@ -46,6 +46,8 @@ ON_DEMAND, SPOT, CAPACITY_BLOCK = "ON_DEMAND", "SPOT", "CAPACITY_BLOCK"
 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 DEFAULT_SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
+MAX_VPC_ZONES = 3
+"""A new VPC spans at most three zones (see `aws_vpc.subnet_cidrs`)."""
 MIN_DISK_GIB = 50
 """The NVIDIA AMIs plus one CUDA image already need tens of GiB; below this a node fills up on its first pull."""
 
@@ -183,7 +185,17 @@ def _check_zone(zone: str, region: str, path: str) -> None:
 
 def _check_pools(config: Any, new_vpc: bool, vpc_zones: tuple[str, ...]) -> None:
     """Pool placement rules that depend on whether the VPC is new (zones) or existing (subnet ids)."""
+    named: list[str] = []
     for i, pool in enumerate(config.node_pools):
+        if new_vpc and not vpc_zones:
+            # Without availabilityZones the new VPC is built around the zones pools name (three at most).
+            for j, zone in enumerate(pool.zones):
+                if zone not in named:
+                    named.append(zone)
+                if len(named) > MAX_VPC_ZONES:
+                    raise ConfigError(join(join(join("nodePools", i), "zones"), j),
+                                      f"pools name more than {MAX_VPC_ZONES} zones ({', '.join(named)}); a new VPC "
+                                      f"spans {MAX_VPC_ZONES}")
         path = join("nodePools", i)
         options: AwsPoolOptions = pool.cloud_options
         reserved = options.capacity_reservation_id is not None

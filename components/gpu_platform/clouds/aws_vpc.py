@@ -3,11 +3,13 @@
 import ipaddress
 from collections.abc import Sequence
 
+from .aws_options import MAX_VPC_ZONES
+
 ELB_ROLE_TAG = "kubernetes.io/role/elb"
 """Subnet tag the AWS Load Balancer Controller looks for when placing internet-facing load balancers."""
 INTERNAL_ELB_ROLE_TAG = "kubernetes.io/role/internal-elb"
 """Subnet tag for internal load balancers."""
-MAX_ZONES = 3
+MAX_ZONES = MAX_VPC_ZONES
 """A new VPC spans up to three zones: private subnets in three quarters of the CIDR, public ones in the fourth."""
 
 
