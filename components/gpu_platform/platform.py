@@ -68,8 +68,55 @@ class GpuPlatform(pulumi.ComponentResource):
         # [layer: nvidia]
         # [layer: rdma]
         # [layer: scheduling]
+        from .kube.scheduling import SchedulingPolicy
+        from .kube.teams import team_spec
+
+        monitoring = self.layers.get("monitoring")
+        teams = [team_spec(t) for t in config.teams]
+        # With monitoring, Kueue's chart adds a ServiceMonitor: it needs the Prometheus Operator CRDs first.
+        self.layers["scheduling"] = SchedulingPolicy(f"{name}-scheduling", {
+            "pools": specs,
+            "teams": teams,
+            "kueue": config.scheduling.kueue,
+            "per_gpu_priority_classes": config.scheduling.per_gpu_priority_classes,
+            "default_priority_class": config.scheduling.default_priority_class,
+            "enable_prometheus": monitoring is not None,
+        }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: tenancy]
+        from .kube.tenancy import TeamNamespace
+
+        scheduling = self.layers["scheduling"]
+        # After the scheduling layer: Kueue's webhooks (which watch team namespaces) answer before team objects.
+        self.layers["tenancy"] = {
+            team["name"]: TeamNamespace(f"{name}-team-{team['name']}", {
+                "team": team,
+                "cluster_queue": team["name"] if scheduling.release is not None else None,
+                "monitoring_namespace": monitoring.namespace if monitoring is not None else None,
+            }, opts=self._k8s_opts(depends_on=[scheduling]))
+            for team in teams
+        }
         # [layer: training]
+        from .kube.kueue_objects import preferred_topology_level
+        from .kube.priority_objects import workload_class_name
+        from .kube.training import TrainingWorkload
+        from .pools import training_pool
+        from .priorities import HIGH, MEDIUM
+
+        train_pool, team = training_pool(self.pools), (config.teams[0] if config.teams else None)
+        if config.training.enabled and train_pool is not None and team is not None and team.gpu_quota > 0:
+            per_gpu = config.scheduling.per_gpu_priority_classes
+            self.layers["training"] = TrainingWorkload(f"{name}-training", {
+                "pool": train_pool.spec(),
+                "namespace": team.name,
+                "gpu_quota": team.gpu_quota,
+                "local_queue": self.layers["tenancy"][team.name].local_queue_name,
+                "topology_level": preferred_topology_level(train_pool) if scheduling.release is not None else None,
+                "job_priority_class": workload_class_name(MEDIUM, train_pool, per_gpu),
+                "retrain_priority_class": workload_class_name(HIGH, train_pool, per_gpu),
+                "schedule": config.training.schedule,
+                "checkpoint_size": config.training.checkpoint_size,
+                "checkpoint_storage_class": config.training.checkpoint_storage_class,
+            }, opts=self._k8s_opts(depends_on=[scheduling, self.layers["tenancy"][team.name]]))
         # [layer: workloads]
         # [layer: optimizer]
         monitoring = self.layers.get("monitoring")

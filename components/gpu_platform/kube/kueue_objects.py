@@ -1,0 +1,288 @@
+"""Kueue's configuration and objects (``kueue.x-k8s.io/v1beta2``) as plain bodies, derived from pools and teams.
+
+Facts relied on, checked in kubernetes-sigs/kueue at v0.19.2:
+
+* Controller configuration (``apis/config/v1beta2/configuration_types.go``): ``waitForPodsReady`` and
+  ``fairSharing`` are enabled by presence; ``managedJobsNamespaceSelector`` is required with the ``pod``
+  integration and must not match ``kube-system`` or Kueue's own namespace (``pkg/config/validation.go``). The
+  chart reads the whole Configuration from ``managerConfig.controllerManagerConfigYaml`` and also uses
+  ``managedJobsNamespaceSelector`` as the namespaceSelector of its pod/job webhooks (``templates/webhook``), so
+  only team namespaces ever see Kueue's webhooks.
+* ResourceFlavor ``tolerations`` are injected into admitted pods; at most 8 (CRD ``maxItems``).
+* A flavor with ``topologyName`` only admits pod sets that ask for topology-aware scheduling, and such pod sets
+  only take quota from topology flavors (``pkg/scheduler/flavorassigner/tas_flavorassigner.go``); the TAS
+  capacity is that of Ready nodes carrying every level label (``pkg/util/tas/node.go``). So topology flavors
+  are built only for RDMA pools of fixed size: on a pool that scales from zero, TAS would never see capacity
+  and nothing would be admitted to trigger a scale-up.
+* ClusterQueue: ``cohortName``; a flavor appears in one resource group only; ``lendingLimit <= nominalQuota``;
+  ``borrowingLimit``/``lendingLimit`` need a cohort (``pkg/webhooks/clusterqueue_webhook.go``).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+import yaml
+
+from .. import catalog, labels
+from ..config import TeamConfig
+from ..pools import RDMA_RESOURCES, GpuPool
+from ..versions import KUEUE_API_VERSION
+from . import quota_split
+from .common import metadata
+
+KUEUE_NAMESPACE = "kueue-system"
+RELEASE_NAME = "kueue"
+"""Helm release name; the chart's resources (``kueue-controller-manager``, ClusterRoles) are named after it."""
+COHORT_NAME = "gpu-platform"
+TOPOLOGY_NAME = "gpu-network"
+CPU_FLAVOR = "cpu.default"
+"""The flavor of work without GPUs (no node labels: it runs on the CPU nodes). The dot keeps it apart from every
+pool name (pool names are DNS labels)."""
+LOCAL_QUEUE_NAME = "gpu"
+"""Name of the LocalQueue in every team namespace: jobs carry ``kueue.x-k8s.io/queue-name: gpu``."""
+GPU_RESOURCE = "nvidia.com/gpu"
+COVERED_RESOURCES = ("cpu", "memory", GPU_RESOURCE)
+"""One resource group: a topology-aware pod set must take every resource it requests from its TAS flavor."""
+
+FRAMEWORKS = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/mpijob",
+    "kubeflow.org/tfjob",
+    "kubeflow.org/xgboostjob",
+    "kubeflow.org/jaxjob",
+    "trainer.kubeflow.org/trainjob",
+    "pod",
+    "deployment",
+)
+"""Integrations Kueue manages; one whose CRD is absent is set up once the CRD appears (jobframework.WaitForAPI)."""
+
+EXCLUDED_RESOURCE_PREFIXES = (
+    "ephemeral-storage",
+    "hugepages-",
+    "networking.gke.io.networks/",
+    "nvidia.com/gpucores",
+    "nvidia.com/gpumem",
+    *sorted(RDMA_RESOURCES.values()),
+)
+"""Resources Kueue leaves out of quota accounting. Kueue's default ``BlockUndeclared`` check rejects a workload
+that requests a resource no ClusterQueue covers, so RDMA NICs (EFA, InfiniBand/RoCE shared devices, GKE network
+resources), HAMi's per-GPU memory/core shares, scratch disk and hugepages would make a pod set inadmissible."""
+
+WAIT_FOR_PODS_READY_TIMEOUT = "15m"
+"""Gang admission: an admitted workload whose pods are not all Ready by then is evicted and requeued. Generous
+because GPU nodes scale up from zero and training images are large."""
+
+
+@dataclass(frozen=True)
+class FlavorPlan:
+    """A GPU pool as Kueue sees it: its flavor name, capacity and whether it is topology-aware."""
+
+    pool: GpuPool
+    capacity: int
+    topology: bool
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+
+def gpu_capacity(pool: GpuPool) -> int:
+    """``nvidia.com/gpu`` the pool offers at its maximum size.
+
+    Time-slicing/MPS/HAMi advertise every GPU ``replicas`` times; MIG pools run NVIDIA's ``single`` strategy
+    (one profile per pool), which advertises every MIG instance as ``nvidia.com/gpu``.
+    """
+    per_node = pool.schedulable_gpus_per_node
+    if pool.sharing.mode == "mig" and pool.sharing.mig_profile:
+        per_node *= catalog.mig_instances_per_gpu(catalog.GPU_MODELS[pool.gpu_model], pool.sharing.mig_profile)
+    return per_node * pool.max_nodes
+
+
+def topology_aware(pool: GpuPool) -> bool:
+    """RDMA pools of fixed size get topology-aware placement (see the module docstring for why fixed)."""
+    return bool(pool.rdma_fabric) and pool.min_nodes == pool.max_nodes
+
+
+def flavor_plans(pools: Sequence[GpuPool]) -> list[FlavorPlan]:
+    """One plan per GPU pool, in pool order."""
+    return [FlavorPlan(p, gpu_capacity(p), topology_aware(p)) for p in pools]
+
+
+def topology_levels(cloud: str) -> list[str]:
+    """Node labels of the topology, coarsest first.
+
+    Only labels every node carries: a node without one of them is invisible to TAS. Every cloud's node
+    controller sets the zone; an existing cluster may not, so there the hostname is the only level. Cloud block
+    labels (EC2 ``topology.k8s.aws/network-node-layer-*``, GCE ``cloud.google.com/gce-topology-*``) exist only on
+    some instance types and capacity types, so they are not levels here.
+    """
+    if cloud == "existing":
+        return [labels.HOSTNAME_LABEL]
+    return [labels.ZONE_LABEL, labels.HOSTNAME_LABEL]
+
+
+def preferred_topology_level(pool: GpuPool) -> Optional[str]:
+    """The level a multi-node job on ``pool`` asks to be packed into (the coarsest), or None without TAS.
+
+    A job on a topology-aware flavor must ask for topology-aware scheduling, or that flavor never admits it.
+    """
+    return topology_levels(pool.cloud)[0] if topology_aware(pool) else None
+
+
+def topology(cloud: str) -> dict:
+    """The Topology that topology-aware flavors refer to."""
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "Topology",
+        "metadata": metadata(TOPOLOGY_NAME),
+        "spec": {"levels": [{"nodeLabel": level} for level in topology_levels(cloud)]},
+    }
+
+
+def flavor_node_labels(pool: GpuPool) -> dict[str, str]:
+    """Labels that select exactly this pool's nodes (the pool label) plus the GPU model."""
+    return {**pool.selector, labels.ACCELERATOR_LABEL: pool.gpu_model}
+
+
+def resource_flavor(plan: FlavorPlan) -> dict:
+    """A ResourceFlavor whose labels and tolerations Kueue injects into the pods it admits on the pool."""
+    spec: dict = {"nodeLabels": flavor_node_labels(plan.pool), "tolerations": plan.pool.tolerations}
+    if plan.topology:
+        spec["topologyName"] = TOPOLOGY_NAME
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": metadata(plan.name, extra_labels={labels.POOL_LABEL: plan.name}),
+        "spec": spec,
+    }
+
+
+def cpu_flavor() -> dict:
+    """The flavor of CPU-only work: nothing injected, so its pods stay off the tainted GPU nodes."""
+    return {"apiVersion": KUEUE_API_VERSION, "kind": "ResourceFlavor", "metadata": metadata(CPU_FLAVOR), "spec": {}}
+
+
+def cohort() -> dict:
+    """The cohort every team's ClusterQueue joins, so idle quota is borrowed and reclaimed."""
+    return {"apiVersion": KUEUE_API_VERSION, "kind": "Cohort", "metadata": metadata(COHORT_NAME), "spec": {}}
+
+
+@dataclass(frozen=True)
+class TeamQuota:
+    """A team's quota per flavor: GPUs, CPU cores, memory GiB and GPU lending limit per GPU flavor."""
+
+    team: TeamConfig
+    gpus: tuple[int, ...]
+    cpu_only_cpu: int
+    cpu: tuple[int, ...]
+    cpu_only_memory_gib: int
+    memory_gib: tuple[int, ...]
+    lending: Optional[tuple[int, ...]]
+
+
+def team_quotas(teams: Sequence[TeamConfig], plans: Sequence[FlavorPlan]) -> list[TeamQuota]:
+    """Every team's quota split over the flavors by the rule in `kube.quota_split`."""
+    gpu_rows = quota_split.split_gpu_quotas([t.gpu_quota for t in teams], [p.capacity for p in plans])
+    quotas = []
+    for team, gpus in zip(teams, gpu_rows, strict=True):
+        cpu_only_cpu, cpu = quota_split.split_with_gpus(team.cpu_quota, gpus)
+        cpu_only_mem, mem = quota_split.split_with_gpus(team.memory_quota_gib, gpus)
+        lending = (tuple(quota_split.split_lending_limit(team.lending_limit, gpus))
+                   if team.lending_limit is not None else None)
+        quotas.append(TeamQuota(team, tuple(gpus), cpu_only_cpu, tuple(cpu), cpu_only_mem, tuple(mem), lending))
+    return quotas
+
+
+def _resource(name: str, nominal: int | str, borrowing: Optional[int] = None, lending: Optional[int] = None) -> dict:
+    body: dict = {"name": name, "nominalQuota": nominal}
+    if borrowing is not None:
+        body["borrowingLimit"] = borrowing
+    if lending is not None:
+        body["lendingLimit"] = lending
+    return body
+
+
+def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
+    """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool.
+
+    Preemption: a team reclaims its lent quota from any borrower (``reclaimWithinCohort: Any``) and, inside
+    its own queue, higher priority evicts lower (``withinClusterQueue: LowerPriority``). Flavor search goes on
+    to the next flavor rather than borrowing or preempting on the first (``TryNextFlavor``).
+    """
+    team = quota.team
+    flavors = [{"name": CPU_FLAVOR, "resources": [
+        _resource("cpu", quota.cpu_only_cpu), _resource("memory", f"{quota.cpu_only_memory_gib}Gi"),
+        _resource(GPU_RESOURCE, 0)]}]
+    for i, plan in enumerate(plans):
+        flavors.append({"name": plan.name, "resources": [
+            _resource("cpu", quota.cpu[i]),
+            _resource("memory", f"{quota.memory_gib[i]}Gi"),
+            _resource(GPU_RESOURCE, quota.gpus[i], borrowing=team.borrowing_limit,
+                      lending=quota.lending[i] if quota.lending is not None else None),
+        ]})
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": metadata(team.name, extra_labels={labels.TEAM_LABEL: team.name}),
+        "spec": {
+            "cohortName": COHORT_NAME,
+            "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: team.name}},
+            "queueingStrategy": "BestEffortFIFO",
+            "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [{"coveredResources": list(COVERED_RESOURCES), "flavors": flavors}],
+        },
+    }
+
+
+def local_queue(team: str, cluster_queue_name: str) -> dict:
+    """The LocalQueue in a team namespace that feeds the team's ClusterQueue."""
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": metadata(LOCAL_QUEUE_NAME, team, extra_labels={labels.TEAM_LABEL: team}),
+        "spec": {"clusterQueue": cluster_queue_name},
+    }
+
+
+def controller_configuration() -> dict:
+    """Kueue's Configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's defaults plus the platform's policy."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        # The chart's default ports, leader election and client settings (values.yaml@v0.19.2), kept because
+        # this document replaces the chart's default one as a whole.
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {
+            "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
+        "clientConnection": {"qps": 300, "burst": 500},
+        # Only workloads that name a queue are managed, and only in team namespaces.
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": labels.TEAM_LABEL, "operator": "Exists"}]},
+        "waitForPodsReady": {
+            "timeout": WAIT_FOR_PODS_READY_TIMEOUT,
+            "recoveryTimeout": "5m",
+            "blockAdmission": False,
+            "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+        },
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+    }
+
+
+def helm_values(enable_prometheus: bool) -> dict:
+    """Values of the Kueue chart (keys of charts/kueue/values.yaml@v0.19.2)."""
+    return {
+        "enablePrometheus": enable_prometheus,
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(), sort_keys=True),
+        },
+    }

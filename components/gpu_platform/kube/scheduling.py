@@ -1,0 +1,119 @@
+"""`SchedulingPolicy`: PriorityClasses, and Kueue with its flavors, topology, cohort and team queues.
+
+What a platform user gets:
+
+* PriorityClasses ``inference-critical``, ``high-priority``, ``medium-priority`` and ``low-priority`` (the last
+  never preempts), optionally ``high-priority-<gpu>`` / ``medium-priority-<gpu>`` per GPU model, and a Kueue
+  WorkloadPriorityClass of the same name and value for each. No class is the cluster default unless
+  ``scheduling.defaultPriorityClass`` names one.
+* Kueue (pinned chart) managing batch Jobs, JobSets, Kubeflow jobs, plain pods and Deployments that name a
+  queue, in team namespaces only; gang admission (``waitForPodsReady``) and fair sharing on.
+* One ResourceFlavor per GPU pool (the pool's label and GPU model, tolerations for every taint of the pool) and
+  a CPU-only flavor; fixed-size RDMA pools are topology-aware (a ``Topology`` of zone and host).
+* One ClusterQueue per team in one cohort. How a team's ``gpuQuota`` (and CPU/memory) is split over the
+  flavors is documented in `kube.quota_split`: proportional to pool capacity, adding up exactly to the quota.
+  Jobs submit to the LocalQueue ``gpu`` in their team namespace (`kube.tenancy`).
+
+Ordering on a first ``pulumi up``: Kueue's CRDs and webhooks arrive with the Helm release. The release waits
+for its resources to be ready (``skipAwait`` is not set, so the provider awaits them as ``helm --wait``
+does), and Kueue's readiness probe only passes once its webhook certificates are in place and the webhook
+server is serving (``cmd/kueue/main.go`` readyz check). Every Kueue object here depends on the release, and
+team objects depend on this component, so no object reaches the API server before the webhook can answer.
+"""
+
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .. import versions
+from ..pools import GpuPoolSpec
+from . import kueue_objects, priority_objects
+from .common import child_opts, helm_release, pools_of
+from .custom_object import KubernetesObject
+from .teams import TeamSpec, team_of
+
+
+class SchedulingPolicyArgs(TypedDict, total=False):
+    """Arguments of `SchedulingPolicy`."""
+
+    pools: list[GpuPoolSpec]
+    """The cluster's GPU pools."""
+    teams: list[TeamSpec]
+    """Teams, each with a ClusterQueue (their namespaces come from `TeamNamespace`)."""
+    kueue: bool
+    """Install Kueue and build flavors, topology, cohort and queues. Default: true."""
+    per_gpu_priority_classes: bool
+    """Also create ``high-priority-<gpu>`` / ``medium-priority-<gpu>`` classes. Default: false."""
+    default_priority_class: Optional[str]
+    """Tier made the cluster's global default PriorityClass. Default: none."""
+    enable_prometheus: bool
+    """Let the Kueue chart create its ServiceMonitor (needs the Prometheus Operator CRDs). Default: false."""
+
+
+class SchedulingPolicy(pulumi.ComponentResource):
+    """Priority classes and Kueue queues derived from the GPU pools and the teams."""
+
+    priority_classes: dict[str, k8s.scheduling.v1.PriorityClass]
+    workload_priority_classes: dict[str, KubernetesObject]
+    release: Optional[k8s.helm.v3.Release]
+    flavors: dict[str, KubernetesObject]
+    topology: Optional[KubernetesObject]
+    cohort: Optional[KubernetesObject]
+    cluster_queues: dict[str, KubernetesObject]
+
+    def __init__(self, name: str, args: SchedulingPolicyArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:SchedulingPolicy", name, {}, opts)
+        pools = pools_of(args.get("pools", []))
+        teams = [team_of(t) for t in args.get("teams", [])]
+        per_gpu = bool(args.get("per_gpu_priority_classes", False))
+        specs = priority_objects.class_specs(pools, per_gpu)
+
+        self.priority_classes = {}
+        for spec in specs:
+            body = priority_objects.priority_class(spec, args.get("default_priority_class"))
+            self.priority_classes[spec.name] = k8s.scheduling.v1.PriorityClass(
+                f"{name}-pc-{spec.name}", metadata=body["metadata"], value=body["value"],
+                preemption_policy=body["preemptionPolicy"], global_default=body["globalDefault"],
+                description=body["description"], opts=child_opts(self, opts))
+        self.workload_priority_classes, self.flavors, self.cluster_queues = {}, {}, {}
+        self.release, self.topology, self.cohort = None, None, None
+        if args.get("kueue", True):
+            self._build_kueue(name, opts, pools, teams, specs, bool(args.get("enable_prometheus", False)))
+
+        self.local_queue_name = kueue_objects.LOCAL_QUEUE_NAME if self.release is not None else None
+        self.register_outputs({
+            "priority_class_names": list(self.priority_classes),
+            "flavor_names": list(self.flavors),
+            "cluster_queue_names": list(self.cluster_queues),
+        })
+
+    def _build_kueue(self, name, opts, pools, teams, specs, enable_prometheus: bool) -> None:
+        self.release = helm_release(
+            f"{name}-kueue", versions.KUEUE, kueue_objects.RELEASE_NAME, kueue_objects.KUEUE_NAMESPACE,
+            kueue_objects.helm_values(enable_prometheus), child_opts(self, opts))
+
+        def after_release(extra: Optional[list] = None) -> pulumi.ResourceOptions:
+            return child_opts(self, opts, depends_on=[self.release, *(extra or [])])
+
+        self.workload_priority_classes = {
+            s.name: KubernetesObject(f"{name}-wpc-{s.name}", priority_objects.workload_priority_class(s),
+                                     after_release())
+            for s in specs
+        }
+        plans = kueue_objects.flavor_plans(pools)
+        if any(p.topology for p in plans):
+            self.topology = KubernetesObject(f"{name}-topology", kueue_objects.topology(pools[0].cloud),
+                                             after_release())
+        self.flavors[kueue_objects.CPU_FLAVOR] = KubernetesObject(
+            f"{name}-flavor-cpu", kueue_objects.cpu_flavor(), after_release())
+        for plan in plans:
+            self.flavors[plan.name] = KubernetesObject(
+                f"{name}-flavor-{plan.name}", kueue_objects.resource_flavor(plan),
+                after_release([self.topology] if plan.topology else []))
+        self.cohort = KubernetesObject(f"{name}-cohort", kueue_objects.cohort(), after_release())
+        for quota in kueue_objects.team_quotas(teams, plans):
+            self.cluster_queues[quota.team.name] = KubernetesObject(
+                f"{name}-cq-{quota.team.name}", kueue_objects.cluster_queue(quota, plans),
+                after_release([self.cohort, *self.flavors.values()]))
+

@@ -1,0 +1,74 @@
+"""`TeamNamespace`: a team's namespace with its quota, defaults, RBAC, network isolation and Kueue LocalQueue."""
+
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from . import kueue_objects, tenancy_objects
+from .common import child_opts
+from .custom_object import KubernetesObject
+from .teams import TeamSpec, team_of
+
+
+class TeamNamespaceArgs(TypedDict, total=False):
+    """Arguments of `TeamNamespace`."""
+
+    team: TeamSpec
+    """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu``."""
+    cluster_queue: Optional[str]
+    """Kueue ClusterQueue the team's LocalQueue (``gpu``) feeds; none: no LocalQueue (Kueue off)."""
+    pod_security: str
+    """Pod Security level enforced: ``privileged``, ``baseline`` or ``restricted``. Default: ``baseline``."""
+    monitoring_namespace: Optional[str]
+    """Namespace whose pods (Prometheus) may reach the team's pods; none: no such allowance."""
+    ingress_namespaces: list[str]
+    """Namespaces of ingress controllers allowed to reach the team's pods. Default: ``["ingress-nginx"]``."""
+
+
+class TeamNamespace(pulumi.ComponentResource):
+    """A team's namespace: Pod Security labels, GPU/CPU/memory quota, default requests, edit RBAC for the team's
+    group, ingress isolation and the LocalQueue its jobs submit to."""
+
+    namespace: k8s.core.v1.Namespace
+    resource_quota: k8s.core.v1.ResourceQuota
+    local_queue: Optional[KubernetesObject]
+    namespace_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: TeamNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:TeamNamespace", name, {}, opts)
+        team = team_of(args["team"])
+        level = args.get("pod_security", tenancy_objects.DEFAULT_POD_SECURITY)
+        if level not in tenancy_objects.POD_SECURITY_LEVELS:
+            raise ValueError(f"pod_security must be one of {', '.join(tenancy_objects.POD_SECURITY_LEVELS)}")
+
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata=tenancy_objects.namespace(team, level)["metadata"], opts=child_opts(self, opts))
+        in_namespace = child_opts(self, opts, depends_on=[self.namespace])
+
+        quota = tenancy_objects.resource_quota(team)
+        self.resource_quota = k8s.core.v1.ResourceQuota(
+            f"{name}-quota", metadata=quota["metadata"], spec=quota["spec"], opts=in_namespace)
+        defaults = tenancy_objects.limit_range(team)
+        self.limit_range = k8s.core.v1.LimitRange(
+            f"{name}-limits", metadata=defaults["metadata"], spec=defaults["spec"], opts=in_namespace)
+        binding = tenancy_objects.edit_role_binding(team)
+        self.role_binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-edit", metadata=binding["metadata"], role_ref=binding["roleRef"], subjects=binding["subjects"],
+            opts=in_namespace)
+        policies = tenancy_objects.network_policies(
+            team, args.get("monitoring_namespace"),
+            args.get("ingress_namespaces", list(tenancy_objects.DEFAULT_INGRESS_NAMESPACES)))
+        self.network_policies = [
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{p['metadata']['name']}", metadata=p["metadata"], spec=p["spec"], opts=in_namespace)
+            for p in policies
+        ]
+
+        self.local_queue = None
+        if args.get("cluster_queue"):
+            self.local_queue = KubernetesObject(
+                f"{name}-queue", kueue_objects.local_queue(team.name, args["cluster_queue"]), in_namespace)
+        self.namespace_name = self.namespace.metadata.name
+        self.local_queue_name = kueue_objects.LOCAL_QUEUE_NAME if self.local_queue is not None else None
+        self.register_outputs({"namespace_name": self.namespace_name, "local_queue_name": self.local_queue_name})

@@ -1,0 +1,86 @@
+"""`TrainingWorkload`: the reference Kueue-managed distributed training job, its retraining CronJob and checkpoints."""
+
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .. import versions
+from ..pools import GpuPool, GpuPoolSpec
+from ..priorities import HIGH, MEDIUM
+from . import training_objects
+from .common import child_opts
+
+
+class TrainingWorkloadArgs(TypedDict, total=False):
+    """Arguments of `TrainingWorkload`."""
+
+    pool: GpuPoolSpec
+    """GPU pool the job runs on (usually `pools.training_pool`)."""
+    namespace: str
+    """Team namespace the job runs in."""
+    gpu_quota: int
+    """The team's GPU quota: the job is sized to fit in it (at most two nodes)."""
+    local_queue: Optional[str]
+    """Kueue LocalQueue to submit to; none runs the Job directly (no gang admission)."""
+    topology_level: Optional[str]
+    """Node label of the topology level to pack the ranks into, when the pool's flavor is topology-aware."""
+    image: str
+    """Container image with PyTorch. Default: `versions.TRAINING_IMAGE`."""
+    job_priority_class: str
+    """PriorityClass / WorkloadPriorityClass of the one-off Job. Default: ``medium-priority``."""
+    retrain_priority_class: str
+    """PriorityClass / WorkloadPriorityClass of scheduled retraining. Default: ``high-priority``."""
+    schedule: str
+    """Cron schedule of the retraining CronJob. Default: ``0 3 * * 0``."""
+    checkpoint_size: str
+    """Size of the checkpoint volume. Default: ``100Gi``."""
+    checkpoint_storage_class: Optional[str]
+    """StorageClass of the checkpoint volume, one offering ReadWriteMany. Default: the cluster's default class."""
+
+
+class TrainingWorkload(pulumi.ComponentResource):
+    """An indexed, gang-admitted PyTorch DDP Job on a GPU pool (with RDMA NICs on RDMA pools), a CronJob that
+    retrains on a schedule at high priority, and a checkpoint volume that outlives ``pulumi destroy``."""
+
+    job: k8s.batch.v1.Job
+    cron_job: k8s.batch.v1.CronJob
+    checkpoint_claim: k8s.core.v1.PersistentVolumeClaim
+
+    def __init__(self, name: str, args: TrainingWorkloadArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:TrainingWorkload", name, {}, opts)
+        pool = GpuPool.from_spec(args["pool"])
+        sizing = training_objects.size(pool, int(args.get("gpu_quota", 0)))
+        if sizing is None:
+            raise ValueError(f"namespace {args['namespace']} has no GPU quota to run the training job in")
+        plan = training_objects.TrainingPlan(
+            namespace=args["namespace"], pool=pool, nodes=sizing[0], gpus_per_pod=sizing[1],
+            image=args.get("image", versions.TRAINING_IMAGE), local_queue=args.get("local_queue"),
+            topology_level=args.get("topology_level"),
+            job_priority_class=args.get("job_priority_class", MEDIUM.name),
+            retrain_priority_class=args.get("retrain_priority_class", HIGH.name),
+            schedule=args.get("schedule", "0 3 * * 0"), checkpoint_size=args.get("checkpoint_size", "100Gi"),
+            checkpoint_storage_class=args.get("checkpoint_storage_class"),
+        )
+        script = training_objects.script_config_map(plan)
+        self.script = k8s.core.v1.ConfigMap(
+            f"{name}-script", metadata=script["metadata"], data=script["data"], opts=child_opts(self, opts))
+        claim = training_objects.checkpoint_claim(plan)
+        # Checkpoints are the job's results: deleting the stack leaves the claim (and its volume) in place.
+        self.checkpoint_claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-checkpoints", metadata=claim["metadata"], spec=claim["spec"],
+            opts=child_opts(self, opts, retain_on_delete=True))
+        svc = training_objects.service(plan)
+        self.service = k8s.core.v1.Service(
+            f"{name}-ranks", metadata=svc["metadata"], spec=svc["spec"], opts=child_opts(self, opts))
+        needs = [self.script, self.checkpoint_claim, self.service]
+        job = training_objects.job(plan)
+        self.job = k8s.batch.v1.Job(
+            f"{name}-job", metadata=job["metadata"], spec=job["spec"], opts=child_opts(self, opts, depends_on=needs))
+        cron = training_objects.cron_job(plan)
+        self.cron_job = k8s.batch.v1.CronJob(
+            f"{name}-retrain", metadata=cron["metadata"], spec=cron["spec"],
+            opts=child_opts(self, opts, depends_on=needs))
+        self.nodes, self.gpus_per_pod = plan.nodes, plan.gpus_per_pod
+        self.register_outputs({"job_name": training_objects.NAME, "cron_job_name": training_objects.RETRAIN_NAME,
+                               "nodes": plan.nodes, "gpus_per_pod": plan.gpus_per_pod})

@@ -1,0 +1,221 @@
+"""The reference training workload as plain bodies: an indexed, gang-admitted Job, its retraining CronJob, the
+headless Service its ranks meet on, the script ConfigMap and the checkpoint volume.
+
+How it runs: the Job is created suspended with a ``kueue.x-k8s.io/queue-name`` label; Kueue admits all of its
+pods at once (``completions == parallelism``, waitForPodsReady) when the team's queue has the GPUs. Pod ``i`` of
+an Indexed Job is host ``<job>-<i>`` under the headless Service (``subdomain``), so every rank reaches rank 0
+at ``<job>-0.<service>`` and ``torchrun`` uses the completion index as node rank. Checkpoints go to a shared
+volume under the job's own name, so a Job that Kueue preempts and re-admits resumes where it stopped, and each
+scheduled retraining run starts fresh.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import labels
+from ..pools import GpuPool
+from . import training_script
+from .common import metadata
+
+NAME = "reference-training"
+RETRAIN_NAME = "reference-retraining"
+SERVICE_NAME = NAME
+SCRIPT_CONFIG_MAP = f"{NAME}-script"
+CHECKPOINT_CLAIM = f"{NAME}-checkpoints"
+RENDEZVOUS_PORT = 29500
+MAX_NODES = 2
+"""Nodes (pods) of the reference job: two shows multi-node training without claiming a whole pool."""
+CPU_PER_GPU = 2
+MEMORY_GIB_PER_GPU = 8
+USER_ID = 1000
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+"""The Job waits in Kueue's queue and its PVC may wait for a consumer: Pulumi must not block on either."""
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """Everything the workload's bodies are derived from."""
+
+    namespace: str
+    pool: GpuPool
+    nodes: int
+    gpus_per_pod: int
+    image: str
+    local_queue: Optional[str]
+    """Kueue LocalQueue; None runs the Job without Kueue (not suspended)."""
+    topology_level: Optional[str]
+    """Preferred topology level when the pool's flavor is topology-aware."""
+    job_priority_class: str
+    retrain_priority_class: str
+    schedule: str
+    checkpoint_size: str
+    checkpoint_storage_class: Optional[str]
+
+
+def size(pool: GpuPool, gpu_quota: int) -> Optional[tuple[int, int]]:
+    """(pods, GPUs per pod) within the team's GPU quota, or None when the team has no GPUs.
+
+    A pod takes a whole node's GPUs; on shared GPUs (the device plugin refuses more than one per pod) and MIG
+    instances (NCCL does not run across MIG instances) a pod takes one.
+    """
+    if gpu_quota < 1:
+        return None
+    per_node = pool.gpus_per_node if pool.sharing.mode == "exclusive" else 1
+    gpus_per_pod = min(per_node, gpu_quota)
+    return max(1, min(MAX_NODES, pool.max_nodes, gpu_quota // gpus_per_pod)), gpus_per_pod
+
+
+def rdma_resources(pool: GpuPool) -> dict[str, int]:
+    """The pool's RDMA extended resource, one per NIC (`GpuPool.rdma_resource` contract); none without one."""
+    resource = pool.rdma_resource
+    return {resource: pool.rdma_interfaces} if resource and pool.rdma_interfaces else {}
+
+
+def _resources(plan: TrainingPlan) -> dict:
+    amounts = {
+        "cpu": str(CPU_PER_GPU * plan.gpus_per_pod),
+        "memory": f"{MEMORY_GIB_PER_GPU * plan.gpus_per_pod}Gi",
+        "nvidia.com/gpu": str(plan.gpus_per_pod),
+        **{k: str(v) for k, v in rdma_resources(plan.pool).items()},
+    }
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def _job_labels(plan: TrainingPlan, priority_class: str) -> dict:
+    job_labels = {labels.APP_NAME_LABEL: NAME, labels.TEAM_LABEL: plan.namespace}
+    if plan.local_queue:
+        job_labels[labels.KUEUE_QUEUE_LABEL] = plan.local_queue
+        job_labels[labels.KUEUE_PRIORITY_LABEL] = priority_class
+    return job_labels
+
+
+def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
+    """The pod of every rank: the pool's selector and tolerations, GPUs (+ RDMA NICs), torchrun."""
+    pool = plan.pool
+    annotations = dict(pool.rdma_pod_annotations)
+    if plan.topology_level:
+        annotations[labels.KUEUE_PREFERRED_TOPOLOGY_ANNOTATION] = plan.topology_level
+    env = [
+        {"name": "JOB_NAME", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{labels.JOB_NAME_LABEL}']"}}},
+        {"name": "CHECKPOINT_DIR", "value": "/checkpoints/$(JOB_NAME)"},
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "NCCL_DEBUG", "value": "WARN"},
+        *({"name": k, "value": v} for k, v in pool.nccl_env),
+    ]
+    args = [
+        f"--nnodes={plan.nodes}",
+        f"--nproc-per-node={plan.gpus_per_pod}",
+        "--node-rank=$(JOB_COMPLETION_INDEX)",  # set by the Job controller on Indexed Jobs
+        f"--master-addr=$(JOB_NAME)-0.{SERVICE_NAME}",
+        f"--master-port={RENDEZVOUS_PORT}",
+        f"/scripts/{training_script.FILE_NAME}",
+    ]
+    template_metadata: dict = {"labels": {labels.APP_NAME_LABEL: NAME, labels.TEAM_LABEL: plan.namespace}}
+    if annotations:
+        template_metadata["annotations"] = annotations
+    return {
+        "metadata": template_metadata,
+        "spec": {
+            "restartPolicy": "Never",
+            "subdomain": SERVICE_NAME,
+            "priorityClassName": priority_class,
+            "nodeSelector": dict(pool.selector),
+            "tolerations": pool.tolerations,
+            # Pod Security "restricted"-compliant, so the job runs under any team namespace level.
+            "securityContext": {"runAsNonRoot": True, "runAsUser": USER_ID, "runAsGroup": USER_ID,
+                                "fsGroup": USER_ID, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "trainer",
+                "image": plan.image,
+                "command": ["torchrun"],
+                "args": args,
+                "env": env,
+                "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}],
+                "resources": _resources(plan),
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [
+                    {"name": "scripts", "mountPath": "/scripts", "readOnly": True},
+                    {"name": "checkpoints", "mountPath": "/checkpoints"},
+                    {"name": "dshm", "mountPath": "/dev/shm"},  # NCCL's shared-memory transport
+                ],
+            }],
+            "volumes": [
+                {"name": "scripts", "configMap": {"name": SCRIPT_CONFIG_MAP}},
+                {"name": "checkpoints", "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}},
+                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            ],
+        },
+    }
+
+
+def job_spec(plan: TrainingPlan, priority_class: str) -> dict:
+    """Indexed and gang-sized: every rank is one completion, all run at once; suspended for Kueue to admit."""
+    return {
+        "suspend": plan.local_queue is not None,
+        "completionMode": "Indexed",
+        "completions": plan.nodes,
+        "parallelism": plan.nodes,
+        "backoffLimit": 3,
+        "template": pod_template(plan, priority_class),
+    }
+
+
+def job(plan: TrainingPlan) -> dict:
+    """The one-off reference training Job."""
+    return {
+        "metadata": metadata(NAME, plan.namespace, extra_labels=_job_labels(plan, plan.job_priority_class),
+                             annotations=dict(SKIP_AWAIT)),
+        "spec": job_spec(plan, plan.job_priority_class),
+    }
+
+
+def cron_job(plan: TrainingPlan) -> dict:
+    """Scheduled retraining at high priority; one run at a time."""
+    return {
+        "metadata": metadata(RETRAIN_NAME, plan.namespace, extra_labels={labels.APP_NAME_LABEL: NAME,
+                                                                          labels.TEAM_LABEL: plan.namespace}),
+        "spec": {
+            "schedule": plan.schedule,
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 2,
+            "jobTemplate": {
+                "metadata": {"labels": _job_labels(plan, plan.retrain_priority_class)},
+                "spec": job_spec(plan, plan.retrain_priority_class),
+            },
+        },
+    }
+
+
+def service(plan: TrainingPlan) -> dict:
+    """Headless Service giving every rank a DNS name; not-ready pods resolve too, for the rendezvous."""
+    return {
+        "metadata": metadata(SERVICE_NAME, plan.namespace, extra_labels={labels.APP_NAME_LABEL: NAME},
+                             annotations=dict(SKIP_AWAIT)),
+        "spec": {
+            "clusterIP": "None",
+            "selector": {labels.APP_NAME_LABEL: NAME},
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT}],
+        },
+    }
+
+
+def script_config_map(plan: TrainingPlan) -> dict:
+    """The training program."""
+    return {
+        "metadata": metadata(SCRIPT_CONFIG_MAP, plan.namespace, extra_labels={labels.APP_NAME_LABEL: NAME}),
+        "data": {training_script.FILE_NAME: training_script.SCRIPT},
+    }
+
+
+def checkpoint_claim(plan: TrainingPlan) -> dict:
+    """Checkpoint volume shared by all ranks (ReadWriteMany: the pods run on different nodes)."""
+    spec: dict = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": plan.checkpoint_size}}}
+    if plan.checkpoint_storage_class:
+        spec["storageClassName"] = plan.checkpoint_storage_class
+    return {
+        "metadata": metadata(CHECKPOINT_CLAIM, plan.namespace, extra_labels={labels.APP_NAME_LABEL: NAME},
+                             annotations=dict(SKIP_AWAIT)),
+        "spec": spec,
+    }
