@@ -1,0 +1,309 @@
+"""Benchmark: the server against the model's raw batched ceiling and against a naive one-forward-per-request server.
+
+One run, one model, one machine:
+
+(a) raw: ``Classifier.predict`` on batches of ``--max-batch-size`` texts in a tight loop, no HTTP (the ceiling);
+(b) server: ``python -m sentiment`` (dynamic micro-batching) under closed-loop load at each ``--concurrency``,
+    one text per request, throughput and p50/p99 latency;
+(c) naive: the same model, tokenizer and HTTP stack, but one forward pass per request (no batching),
+    under the same load.
+
+It prints a table and the ratios server/raw and server/naive (target at concurrency 64: >= 0.8 and >= 5).
+
+    python bench.py --size base                # build a DistilBERT-base-sized model with random weights
+    python bench.py --model /models/sst2       # or benchmark a model directory
+
+The load generator is a minimal keep-alive HTTP/1.1 client on asyncio protocols: on a small machine the client
+shares the CPU with the server, so it must cost as little as possible per request.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from make_model import WORDS, build  # noqa: E402
+
+
+def review_texts(count: int, seed: int = 0) -> list[str]:
+    """Product-review-like texts of 5 to 30 words (deterministic)."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30))) + "." for _ in range(count)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (a) raw batched throughput
+
+
+def measure_raw(model_dir: str, batch_size: int, duration: float, device: str, dtype: str, threads: int) -> dict:
+    from sentiment.classifier import Classifier
+
+    classifier = Classifier(model_dir, device, dtype, threads=threads)
+    classifier.warm_up(batch_size)
+    texts = review_texts(4096, seed=1)
+    done, i = 0, 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < duration:
+        batch = [texts[(i + k) % len(texts)] for k in range(batch_size)]
+        classifier.predict(batch)
+        done += batch_size
+        i += batch_size
+    elapsed = time.perf_counter() - started
+    return {"batch_size": batch_size, "texts_per_s": done / elapsed, "device": str(classifier.device),
+            "dtype": str(classifier.dtype).replace("torch.", "")}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (b, c) closed-loop HTTP load
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection; `send` writes a request and resolves with the status code."""
+
+    def __init__(self) -> None:
+        self.transport: Optional[asyncio.Transport] = None
+        self.buffer = bytearray()
+        self.waiter: Optional[asyncio.Future] = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = bytes(self.buffer[:end]).decode("latin-1")
+        match = re.search(r"(?im)^content-length:\s*(\d+)", head)
+        length = int(match.group(1)) if match else 0
+        if len(self.buffer) < end + 4 + length:
+            return
+        status = int(head.split(" ", 2)[1])
+        del self.buffer[:end + 4 + length]
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(status)
+
+    def connection_lost(self, exc) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("connection closed"))
+
+    def send(self, request: bytes) -> asyncio.Future:
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
+        return self.waiter
+
+
+def analyze_request(host: str, port: int, text: str) -> bytes:
+    body = json.dumps({"text": text}).encode()
+    return (f"POST /analyze HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+async def closed_loop(host: str, port: int, concurrency: int, duration: float, warmup: float) -> dict:
+    """``concurrency`` clients, each sending its next request when the previous one is answered."""
+    loop = asyncio.get_running_loop()
+    requests = [analyze_request(host, port, t) for t in review_texts(1024, seed=2)]
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    measure_from = loop.time() + warmup
+    stop_at = measure_from + duration
+
+    async def client(index: int) -> None:
+        _, conn = await loop.create_connection(_Connection, host, port)
+        i = index
+        try:
+            while True:
+                started = loop.time()
+                if started >= stop_at:
+                    return
+                status = await conn.send(requests[i % len(requests)])
+                i += concurrency
+                if started >= measure_from:
+                    latencies.append(loop.time() - started)
+                    statuses[status] = statuses.get(status, 0) + 1
+        finally:
+            conn.transport.close()
+
+    await asyncio.gather(*(client(i) for i in range(concurrency)))
+    ok = statuses.get(200, 0)
+    return {"concurrency": concurrency, "requests": len(latencies), "ok": ok, "statuses": statuses,
+            "texts_per_s": ok / duration, "p50_ms": percentile(latencies, 50) * 1000,
+            "p99_ms": percentile(latencies, 99) * 1000}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Server processes
+
+
+def start_process(args: list[str], env: dict) -> tuple[subprocess.Popen, int]:
+    """Start a server that logs ``listening on HOST:PORT`` and wait until /readyz says 200."""
+    proc = subprocess.Popen([sys.executable, *args], cwd=HERE, env={**os.environ, **env},
+                            stderr=subprocess.PIPE, text=True)
+    port = None
+    deadline = time.monotonic() + 300
+    while port is None:
+        line = proc.stderr.readline()
+        if not line:
+            raise RuntimeError(f"{args} exited with {proc.wait()}")
+        match = re.search(r"listening on [^:]+:(\d+)", line)
+        port = int(match.group(1)) if match else None
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{args} did not start")
+    # Keep draining stderr so the server never blocks on a full pipe.
+    threading.Thread(target=_discard, args=(proc.stderr,), daemon=True).start()
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, port
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{args} never became ready")
+
+
+def _discard(stream) -> None:
+    for _ in stream:
+        pass
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def serve_naive(model_dir: str, port: int, device: str, dtype: str, threads: int) -> None:
+    """The baseline: same classifier and HTTP stack, one forward pass per request on one worker thread."""
+    import logging
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aiohttp import web
+    from sentiment.classifier import Classifier
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    classifier = Classifier(model_dir, device, dtype, threads=threads)
+    classifier.warm_up(1)
+    worker = ThreadPoolExecutor(max_workers=1)
+
+    async def analyze(request: web.Request) -> web.Response:
+        text = json.loads(await request.read())["text"]
+        prediction = (await asyncio.get_running_loop().run_in_executor(worker, classifier.predict, [text]))[0]
+        return web.json_response({"label": prediction.label, "score": round(prediction.score, 6)})
+
+    async def readyz(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ready"})
+
+    async def run() -> None:
+        app = web.Application()
+        app.router.add_post("/analyze", analyze)
+        app.router.add_get("/readyz", readyz)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+        await site.start()
+        logging.info("listening on 127.0.0.1:%s", runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def run_load(port: int, levels: list[int], duration: float, warmup: float) -> list[dict]:
+    return [asyncio.run(closed_loop("127.0.0.1", port, c, duration, warmup)) for c in levels]
+
+
+def report(raw: dict, server: list[dict], naive: list[dict], meta: dict) -> str:
+    lines = [
+        f"model {meta['model']} ({meta['size']}), device {raw['device']} {raw['dtype']}, "
+        f"max batch {meta['max_batch_size']}, max wait {meta['max_wait_ms']} ms, {meta['cpus']} CPUs",
+        f"(a) raw batched throughput at batch {raw['batch_size']}: {raw['texts_per_s']:.1f} texts/s",
+        "",
+        f"{'concurrency':>11} | {'server/s':>9} {'p50 ms':>8} {'p99 ms':>8} | {'naive/s':>9} {'p50 ms':>8} "
+        f"{'p99 ms':>8} | {'srv/raw':>7} {'srv/naive':>9}",
+    ]
+    for s, n in zip(server, naive, strict=True):
+        lines.append(
+            f"{s['concurrency']:>11} | {s['texts_per_s']:>9.1f} {s['p50_ms']:>8.1f} {s['p99_ms']:>8.1f} | "
+            f"{n['texts_per_s']:>9.1f} {n['p50_ms']:>8.1f} {n['p99_ms']:>8.1f} | "
+            f"{s['texts_per_s'] / raw['texts_per_s']:>7.2f} {s['texts_per_s'] / max(n['texts_per_s'], 1e-9):>9.2f}")
+    non_200 = {c["concurrency"]: c["statuses"] for c in server + naive if set(c["statuses"]) - {200}}
+    lines.append(f"non-200 answers: {non_200 or 'none'}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Benchmark the sentiment server (see module docstring).")
+    parser.add_argument("--model", help="model directory (default: build one with make_model.py --size)")
+    parser.add_argument("--size", default="base", help="size for the built model: tiny, small, base, large")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    parser.add_argument("--max-batch-size", type=int, default=32)
+    parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--concurrency", default="1,16,64")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per load level")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--serve-naive", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.serve_naive:
+        serve_naive(args.model, args.port, args.device, args.dtype, args.threads)
+        return
+    levels = [int(c) for c in args.concurrency.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = args.model
+        if model_dir is None:
+            model_dir = str(build(Path(tmp) / f"model-{args.size}", args.size))
+        common = ["--device", args.device, "--dtype", args.dtype, "--threads", str(args.threads)]
+        raw = measure_raw(model_dir, args.max_batch_size, args.duration, args.device, args.dtype, args.threads)
+        print(f"raw: {raw['texts_per_s']:.1f} texts/s", flush=True)
+        env = {"MODEL_PATH": model_dir, "HOST": "127.0.0.1", "PORT": "0", "DEVICE": args.device,
+               "DTYPE": args.dtype, "MAX_BATCH_SIZE": str(args.max_batch_size), "MAX_WAIT_MS": str(args.max_wait_ms),
+               "TORCH_THREADS": str(args.threads), "MAX_QUEUE": str(max(1024, 4 * max(levels)))}
+        proc, port = start_process(["-m", "sentiment"], env)
+        try:
+            server = run_load(port, levels, args.duration, args.warmup)
+        finally:
+            stop_process(proc)
+        print("server:", [round(s["texts_per_s"], 1) for s in server], flush=True)
+        proc, port = start_process([str(HERE / "bench.py"), "--serve-naive", "--model", model_dir, *common], {})
+        try:
+            naive = run_load(port, levels, args.duration, args.warmup)
+        finally:
+            stop_process(proc)
+    meta = {"model": args.model or "random weights", "size": args.size if not args.model else "-",
+            "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms, "cpus": os.cpu_count()}
+    print(report(raw, server, naive, meta))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"meta": meta, "raw": raw, "server": server, "naive": naive}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Prometheus metrics of the service. The names are a contract: dashboards, alerts and the autoscaler use them.
+
+- ``inference_requests_total{status}``: /analyze requests by HTTP status code.
+- ``inference_request_duration_seconds``: /analyze latency, receipt to answer (histogram).
+- ``inference_batch_size``: texts per forward pass (histogram).
+- ``inference_queue_depth``: texts waiting for a forward pass (gauge; the autoscaling signal).
+- ``inference_errors_total{reason}``: failed /analyze requests by reason (client errors, overload, model).
+"""
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    gc_collector,
+    platform_collector,
+    process_collector,
+)
+
+from .validation import CLIENT_ERROR_REASONS
+
+SERVER_ERROR_REASONS = ("overloaded", "not_ready", "model_error")
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+STATUSES = ("200", "400", "404", "405", "413", "422", "500", "503")
+
+# `*_created` series double the exposition for no use here.
+disable_created_metrics()
+
+
+class Metrics:
+    """One registry per app (tests run several apps in one process)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        process_collector.ProcessCollector(registry=self.registry)
+        platform_collector.PlatformCollector(registry=self.registry)
+        gc_collector.GCCollector(registry=self.registry)
+        self.requests = Counter("inference_requests", "Requests to /analyze by HTTP status.", ["status"],
+                                registry=self.registry)
+        self.duration = Histogram("inference_request_duration_seconds", "Latency of /analyze requests.",
+                                  buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.batch_size = Histogram("inference_batch_size", "Texts per forward pass.", buckets=BATCH_BUCKETS,
+                                    registry=self.registry)
+        self.queue_depth = Gauge("inference_queue_depth", "Texts waiting for a forward pass.",
+                                 registry=self.registry)
+        self.errors = Counter("inference_errors", "Failed /analyze requests by reason.", ["reason"],
+                              registry=self.registry)
+        # Series exist at 0 from the start, so rate() and absent()-style alerts work before the first error.
+        for status in STATUSES:
+            self.requests.labels(status=status)
+        for reason in (*CLIENT_ERROR_REASONS, *SERVER_ERROR_REASONS):
+            self.errors.labels(reason=reason)
+
+    def observe_batch(self, size: int, seconds: float) -> None:
+        self.batch_size.observe(size)

@@ -1,0 +1,82 @@
+"""Service settings, read once from the environment (every knob has a default that suits a GPU pod)."""
+
+import os
+from dataclasses import dataclass, fields
+from typing import Optional
+
+
+class SettingsError(ValueError):
+    """An environment variable with a value the service cannot use."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Environment variable = field name upper-cased (``MAX_BATCH_SIZE``)."""
+
+    model_path: str = ""
+    """Local directory holding the model (baked into the image or on a PVC). Wins over ``model_id``."""
+    model_id: str = ""
+    """Hugging Face model id, used when ``model_path`` is empty (the cluster must be allowed to download)."""
+    device: str = "auto"
+    """``auto`` (CUDA when present), ``cpu`` or ``cuda``."""
+    dtype: str = "auto"
+    """``auto`` (float16 on CUDA, float32 on CPU), ``float32``, ``float16`` or ``bfloat16``."""
+    host: str = "0.0.0.0"
+    port: int = 8080
+    max_batch_size: int = 32
+    """Most texts in one forward pass."""
+    max_wait_ms: float = 5.0
+    """Longest a text waits for its batch to fill before the batch runs anyway."""
+    max_queue: int = 1024
+    """Most texts waiting for a forward pass; beyond it requests get 503 with Retry-After."""
+    max_texts_per_request: int = 64
+    max_text_chars: int = 10_000
+    max_body_bytes: int = 1 << 20
+    max_sequence_length: int = 256
+    """Tokens per text after truncation (and the longest sequence the model ever sees)."""
+    torch_threads: int = 0
+    """CPU threads for the forward pass (0: PyTorch's default, one per core)."""
+    shutdown_delay_s: float = 0.0
+    """After SIGTERM, keep serving (while /readyz says 503) so endpoints stop routing here before we close."""
+    drain_timeout_s: float = 25.0
+    """Longest to wait for in-flight requests once the listener is closed."""
+    retry_after_s: int = 1
+    """``Retry-After`` of 503 answers."""
+
+    @property
+    def model_source(self) -> str:
+        return self.model_path or self.model_id
+
+
+def _convert(name: str, kind: type, raw: str):
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise SettingsError(f"{name.upper()}: expected {kind.__name__}, got {raw!r}") from None
+    if kind in (int, float) and value < 0:
+        raise SettingsError(f"{name.upper()}: must be >= 0, got {raw!r}")
+    return value
+
+
+def from_env(env: Optional[dict] = None) -> Settings:
+    """Settings from ``env`` (default ``os.environ``); raises `SettingsError` naming the variable."""
+    env = os.environ if env is None else env
+    values = {}
+    for f in fields(Settings):
+        raw = env.get(f.name.upper())
+        if raw is not None and raw != "":
+            values[f.name] = _convert(f.name, type(f.default), raw)
+    settings = Settings(**values)
+    if not settings.model_source:
+        raise SettingsError("MODEL_PATH or MODEL_ID must be set")
+    if settings.device not in ("auto", "cpu", "cuda"):
+        raise SettingsError(f"DEVICE: expected auto, cpu or cuda, got {settings.device!r}")
+    if settings.dtype not in ("auto", "float32", "float16", "bfloat16"):
+        raise SettingsError(f"DTYPE: expected auto, float32, float16 or bfloat16, got {settings.dtype!r}")
+    for name in ("max_batch_size", "max_queue", "max_texts_per_request", "max_text_chars", "max_body_bytes",
+                 "max_sequence_length"):
+        if getattr(settings, name) < 1:
+            raise SettingsError(f"{name.upper()}: must be >= 1")
+    if settings.max_texts_per_request > settings.max_queue:
+        raise SettingsError("MAX_TEXTS_PER_REQUEST: must be <= MAX_QUEUE (a request must fit in the queue)")
+    return settings
