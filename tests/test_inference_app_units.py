@@ -1,0 +1,204 @@
+"""Inference app, pure parts: request validation, settings, and the micro-batcher with a fake model (no torch)."""
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "inference-app"))
+
+from sentiment.batcher import MicroBatcher, Overloaded  # noqa: E402
+from sentiment.settings import Settings, SettingsError, from_env  # noqa: E402
+from sentiment.validation import BadRequest, Limits, parse_body  # noqa: E402
+
+LIMITS = Limits(max_body_bytes=1000, max_texts=3, max_text_chars=30)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# validation
+
+
+def test_single_text_and_list_are_parsed():
+    assert parse_body(b'{"text": "I love using this product!"}', LIMITS) == (["I love using this product!"], False)
+    assert parse_body(b'{"text": ["good", "bad"], "extra": 1}', LIMITS) == (["good", "bad"], True)
+    assert parse_body('{"text": "très bien"}'.encode(), LIMITS) == (["très bien"], False)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "reason"),
+    [
+        (b"x" * 1001, 413, "body_too_large"),
+        (b'{"text": "caf\xe9"}', 400, "invalid_utf8"),
+        (b'\xff\xfe{"text": "x"}', 400, "invalid_utf8"),
+        (b"", 400, "invalid_json"),
+        (b'{"text": "unterminated', 400, "invalid_json"),
+        (b"[" * 999, 400, "invalid_json"),  # RecursionError inside json, not a crash
+        (b'["text"]', 400, "wrong_type"),
+        (b'"text"', 400, "wrong_type"),
+        (b'{"text": 42}', 400, "wrong_type"),
+        (b'{"text": null}', 400, "wrong_type"),
+        (b'{"text": {"a": "b"}}', 400, "wrong_type"),
+        (b'{"text": ["ok", 3]}', 400, "wrong_type"),
+        (b'{"txt": "x"}', 400, "missing_text"),
+        (b'{"text": ""}', 422, "empty_text"),
+        (b'{"text": " \\n\\t "}', 422, "empty_text"),
+        (b'{"text": []}', 422, "empty_text"),
+        (b'{"text": ["ok", ""]}', 422, "empty_text"),
+        (b'{"text": "' + b"a" * 31 + b'"}', 422, "text_too_long"),
+        (b'{"text": ["a", "b", "c", "d"]}', 422, "too_many_texts"),
+        (b'{"text": "\\ud800"}', 400, "invalid_text"),
+    ],
+)
+def test_bad_bodies_are_4xx_with_a_reason(body, status, reason):
+    with pytest.raises(BadRequest) as info:
+        parse_body(body, LIMITS)
+    assert (info.value.status, info.value.reason) == (status, reason)
+    assert json.loads(json.dumps(info.value.body()))["error"]["reason"] == reason
+
+
+# ---------------------------------------------------------------------------------------------------------
+# settings
+
+
+def test_settings_defaults_and_overrides():
+    s = from_env({"MODEL_PATH": "/models/sst2", "MAX_BATCH_SIZE": "16", "MAX_WAIT_MS": "2.5"})
+    assert (s.model_source, s.max_batch_size, s.max_wait_ms) == ("/models/sst2", 16, 2.5)
+    assert (s.port, s.max_queue, s.max_texts_per_request) == (8080, 1024, 64)
+    assert from_env({"MODEL_ID": "distilbert/distilbert-base-uncased-finetuned-sst-2-english"}).model_source == (
+        "distilbert/distilbert-base-uncased-finetuned-sst-2-english")
+    assert Settings().device == "auto"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "MODEL_PATH or MODEL_ID must be set"),
+        ({"MODEL_PATH": "/m", "MAX_BATCH_SIZE": "many"}, "MAX_BATCH_SIZE: expected int, got 'many'"),
+        ({"MODEL_PATH": "/m", "MAX_WAIT_MS": "-1"}, "MAX_WAIT_MS: must be >= 0"),
+        ({"MODEL_PATH": "/m", "MAX_BATCH_SIZE": "0"}, "MAX_BATCH_SIZE: must be >= 1"),
+        ({"MODEL_PATH": "/m", "DEVICE": "tpu"}, "DEVICE: expected auto, cpu or cuda"),
+        ({"MODEL_PATH": "/m", "DTYPE": "int4"}, "DTYPE: expected auto, float32"),
+        ({"MODEL_PATH": "/m", "MAX_QUEUE": "8", "MAX_TEXTS_PER_REQUEST": "9"}, "MAX_TEXTS_PER_REQUEST: must be <="),
+    ],
+)
+def test_settings_errors_name_the_variable(env, message):
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
+        from_env(env)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# micro-batcher
+
+
+class FakeModel:
+    """Uppercases texts; records every batch; can be made slow or failing."""
+
+    def __init__(self, delay: float = 0.0, fail_on: str = ""):
+        self.batches: list[list[str]] = []
+        self.delay = delay
+        self.fail_on = fail_on
+
+    def __call__(self, texts):
+        import time
+
+        self.batches.append(list(texts))
+        if self.fail_on in texts:
+            raise RuntimeError("model failed")
+        time.sleep(self.delay)
+        return [t.upper() for t in texts]
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=20))
+
+
+def test_concurrent_requests_share_forward_passes_and_get_their_own_results():
+    model = FakeModel(delay=0.01)
+
+    async def scenario():
+        batcher = MicroBatcher(model, max_batch_size=8, max_wait_s=0.05, max_queue=100)
+        batcher.start()
+        results = await asyncio.gather(*(batcher.submit([f"t{i}"]) for i in range(20)))
+        await batcher.close()
+        return results
+
+    results = run(scenario())
+    assert results == [[f"T{i}"] for i in range(20)]
+    assert [len(b) for b in model.batches] == [8, 8, 4]
+
+
+def test_a_request_larger_than_a_batch_is_split_and_reassembled_in_order():
+    model = FakeModel()
+
+    async def scenario():
+        batcher = MicroBatcher(model, max_batch_size=4, max_wait_s=0.001, max_queue=100)
+        batcher.start()
+        big = [f"b{i}" for i in range(10)]
+        results = await asyncio.gather(batcher.submit(big), batcher.submit(["x"]))
+        await batcher.close()
+        return results
+
+    big, small = run(scenario())
+    assert big == [f"B{i}" for i in range(10)] and small == ["X"]
+    assert all(len(b) <= 4 for b in model.batches)
+    assert sum(len(b) for b in model.batches) == 11
+
+
+def test_a_lone_request_waits_at_most_max_wait():
+    model = FakeModel()
+
+    async def scenario():
+        batcher = MicroBatcher(model, max_batch_size=64, max_wait_s=0.05, max_queue=100)
+        batcher.start()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await batcher.submit(["alone"])
+        waited = loop.time() - started
+        await batcher.close()
+        return waited
+
+    waited = run(scenario())
+    assert 0.04 <= waited < 1.0
+    assert model.batches == [["alone"]]
+
+
+def test_full_queue_raises_overloaded_at_once_and_drain_flushes_without_waiting():
+    model = FakeModel()
+
+    async def scenario():
+        batcher = MicroBatcher(model, max_batch_size=64, max_wait_s=30.0, max_queue=3)
+        batcher.start()
+        waiting = [asyncio.ensure_future(batcher.submit([f"q{i}"])) for i in range(3)]
+        await asyncio.sleep(0.05)
+        assert batcher.queued == 3
+        with pytest.raises(Overloaded):
+            await batcher.submit(["one too many"])
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        batcher.drain()
+        results = await asyncio.gather(*waiting)
+        flushed_in = loop.time() - started
+        await batcher.close()
+        return results, flushed_in
+
+    results, flushed_in = run(scenario())
+    assert results == [["Q0"], ["Q1"], ["Q2"]]
+    assert flushed_in < 5.0  # not the 30 s max wait
+
+
+def test_a_failing_batch_fails_only_its_requests_and_the_batcher_lives_on():
+    model = FakeModel(fail_on="boom")
+
+    async def scenario():
+        batcher = MicroBatcher(model, max_batch_size=2, max_wait_s=0.001, max_queue=100)
+        batcher.start()
+        with pytest.raises(RuntimeError, match="model failed"):
+            await batcher.submit(["boom", "x"])
+        after = await batcher.submit(["fine"])
+        alive = batcher.alive
+        await batcher.close()
+        return after, alive
+
+    assert run(scenario()) == (["FINE"], True)
