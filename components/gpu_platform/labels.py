@@ -54,6 +54,11 @@ DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 """GPU Operator: ``false`` keeps its device plugin off a node (set on EKS Bottlerocket pools, which run their own,
 and on HAMi pools); the standalone device plugin chart's affinity honours it too."""
 
+HAMI_NODE_LABEL = "gpu"
+HAMI_NODE_VALUE = "on"
+"""HAMi's own node label (its README: ``kubectl label nodes <node> gpu=on``; the chart's default nodeSelector of
+its device plugin). Set on HAMi pools: Helm merges our nodeSelector into that default, it cannot drop it."""
+
 # Cloud labels.
 GKE_NO_DEFAULT_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
 """GKE: `true` stops GKE's own device plugin so the GPU Operator's runs instead."""
@@ -124,4 +129,5 @@ def pool_node_labels(
     if sharing_mode == "hami":
         # HAMi's device plugin owns nvidia.com/gpu on these nodes; NVIDIA's (operator or chart) stays off.
         labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+        labels[HAMI_NODE_LABEL] = HAMI_NODE_VALUE
     return labels

@@ -66,7 +66,26 @@ class GpuPlatform(pulumi.ComponentResource):
                 "inference_namespace": config.inference.namespace,
             }, opts=self._k8s_opts())
         # [layer: nvidia]
+        from .kube.nvidia import NvidiaGpuStack
+
+        monitoring = self.layers.get("monitoring")
+        # The DCGM exporter's ServiceMonitor needs kube-prometheus-stack's CRDs: the whole stack waits for them.
+        self.layers["nvidia"] = NvidiaGpuStack(f"{name}-nvidia", {
+            "cloud": config.cloud,
+            "gpu_software": config.gpu_software,
+            "pools": specs,
+            "monitoring": monitoring is not None,
+            "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
+        }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: rdma]
+        if any(p.rdma_fabric for p in self.pools):
+            from .kube.rdma import RdmaStack
+
+            nvidia = self.layers["nvidia"]
+            # After the NVIDIA stack: its NFD (the cluster's only one) labels the NICs the Network Operator uses.
+            self.layers["rdma"] = RdmaStack(f"{name}-rdma", {
+                "cloud": config.cloud, "pools": specs, "nfd_installed": nvidia.runs_nfd,
+            }, opts=self._k8s_opts(depends_on=[nvidia]))
         # [layer: scheduling]
         from .kube.scheduling import SchedulingPolicy
         from .kube.teams import team_spec

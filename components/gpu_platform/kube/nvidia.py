@@ -1,0 +1,133 @@
+"""`NvidiaGpuStack`: the NVIDIA software that makes the GPU pools' GPUs schedulable, on any cloud.
+
+The decisions (values per cloud and mode, sharing configs, quotas) live in `nvidia_values` and `sharing`; this
+component only creates the namespace, the sharing ConfigMap, the Helm releases and the per-cloud extras in the
+right order. See `nvidia_values` for what each ``gpu_software`` mode installs.
+"""
+
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .. import versions
+from ..pools import GpuPoolSpec
+from . import nvidia_values as nv
+from . import sharing
+from .common import child_opts, helm_release, pools_of
+
+
+class NvidiaGpuStackArgs(TypedDict, total=False):
+    """Arguments of `NvidiaGpuStack`."""
+
+    cloud: str
+    """``aws``, ``azure``, ``gcp``, ``oci`` or ``existing``: picks the host preset (driver, toolkit, paths)."""
+    gpu_software: str
+    """``operator`` (GPU Operator), ``device-plugin`` (device plugin + GFD + dcgm-exporter charts) or
+    ``cloud-managed`` (the cloud's own; only the dcgm-exporter chart, none on GKE). Default ``operator``."""
+    pools: list[GpuPoolSpec]
+    """The platform's GPU pools: tolerations, sharing configs, MIG and HAMi pools come from them."""
+    monitoring: bool
+    """Create the DCGM exporter's ServiceMonitor (needs the Prometheus Operator CRDs: make this component depend
+    on the kube-prometheus-stack release). Default false."""
+    service_monitor_labels: dict[str, str]
+    """Extra labels on the DCGM ServiceMonitor, e.g. ``{"release": <kube-prometheus-stack release>}`` when
+    Prometheus selects ServiceMonitors by label. Default none."""
+    namespace: str
+    """Namespace of the NVIDIA stack (and of the sharing ConfigMap, which the plugin reads from its own
+    namespace). Default ``gpu-operator``."""
+    mig_strategy: str
+    """``single`` (MIG slices advertised as ``nvidia.com/gpu``, default) or ``mixed`` (one resource per
+    profile, ``nvidia.com/mig-3g.40gb``)."""
+    driver_preinstalled: Optional[bool]
+    """GPU Operator only: the node image already has the NVIDIA driver. Default per cloud (EKS, GKE, OKE: yes;
+    AKS: no, because the AKS layer creates operator-mode pools without AKS's driver; existing: no)."""
+
+
+class NvidiaGpuStack(pulumi.ComponentResource):
+    """The GPU Operator or the device plugin with GFD and NFD, GPU sharing configs, DCGM exporter and HAMi."""
+
+    namespace: pulumi.Output[str]
+    """Namespace of the stack."""
+    sharing_config: pulumi.Output[str]
+    """Name of the sharing ConfigMap, empty without time-slicing/MPS pools."""
+
+    def __init__(self, name: str, args: NvidiaGpuStackArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:NvidiaGpuStack", name, {}, opts)
+        cloud = args["cloud"]
+        mode = args.get("gpu_software", "operator")
+        if mode not in nv.GPU_SOFTWARE_MODES:
+            raise ValueError(f"gpu_software must be one of {', '.join(nv.GPU_SOFTWARE_MODES)}, got {mode!r}")
+        mig_strategy = args.get("mig_strategy", "single")
+        if mig_strategy not in nv.MIG_STRATEGIES:
+            raise ValueError(f"mig_strategy must be single or mixed, got {mig_strategy!r}")
+        pools = pools_of(args.get("pools", []))
+        ns = args.get("namespace", nv.DEFAULT_NAMESPACE)
+        monitoring = bool(args.get("monitoring", False))
+        monitor_labels = dict(args.get("service_monitor_labels") or {})
+        preinstalled = args.get("driver_preinstalled")
+
+        self.runs_nfd = nv.runs_nfd(mode)
+        """True when this stack deploys node-feature-discovery (the Network Operator's must then stay off)."""
+        self.releases: list[k8s.helm.v3.Release] = []
+        """Every Helm release, in creation order; RDMA and later layers depend on them."""
+        self.release: Optional[k8s.helm.v3.Release] = None
+        """The release that owns ``nvidia.com/gpu``: GPU Operator or device plugin (None when cloud-managed)."""
+        self.hami_release: Optional[k8s.helm.v3.Release] = None
+        self.dcgm_release: Optional[k8s.helm.v3.Release] = None
+        """The standalone dcgm-exporter release (device-plugin and cloud-managed modes)."""
+
+        needs_namespace = not (mode == "cloud-managed" and cloud == "gcp")
+        prerequisites: list[pulumi.Resource] = []
+        if needs_namespace:
+            self.namespace_resource = k8s.core.v1.Namespace(
+                f"{name}-namespace", **nv.namespace_body(ns), opts=child_opts(self, opts))
+            prerequisites.append(self.namespace_resource)
+        in_ns = child_opts(self, opts, depends_on=list(prerequisites))
+
+        data = sharing.configmap_data(pools) if mode != "cloud-managed" else {}
+        checksum = sharing.config_checksum(data) if data else None
+        if data:
+            prerequisites.append(k8s.core.v1.ConfigMap(
+                f"{name}-sharing", **nv.sharing_configmap_body(ns, data), opts=in_ns))
+
+        if mode == "operator":
+            preset = nv.host_preset(cloud, preinstalled)
+            if preset.critical_pod_quota:
+                prerequisites.append(k8s.core.v1.ResourceQuota(
+                    f"{name}-critical-pods", **nv.gke_critical_pod_quota(ns, pools), opts=in_ns))
+            if preset.driver_installer_manifest:
+                # Google's own manifest (kube-system DaemonSet), fetched by the provider at deploy time.
+                prerequisites.append(k8s.yaml.v2.ConfigFile(
+                    f"{name}-gke-driver-installer", file=preset.driver_installer_manifest,
+                    opts=child_opts(self, opts)))
+            self.release = self._release(name, "gpu-operator", versions.GPU_OPERATOR, ns, nv.gpu_operator_values(
+                cloud, pools, monitoring=monitoring, service_monitor_labels=monitor_labels,
+                sharing_checksum=checksum, mig_strategy=mig_strategy, driver_preinstalled=preinstalled,
+            ), opts, prerequisites)
+        elif mode == "device-plugin":
+            self.release = self._release(name, "nvidia-device-plugin", versions.DEVICE_PLUGIN, ns,
+                                         nv.device_plugin_values(pools, sharing_checksum=checksum,
+                                                                 mig_strategy=mig_strategy), opts, prerequisites)
+        if mode == "device-plugin" or (mode == "cloud-managed" and cloud != "gcp"):
+            self.dcgm_release = self._release(name, "dcgm-exporter", versions.DCGM_EXPORTER, ns,
+                                              nv.dcgm_exporter_values(pools, monitoring=monitoring,
+                                                                      service_monitor_labels=monitor_labels),
+                                              opts, prerequisites)
+        hami = nv.hami_values(cloud, pools, mode, preinstalled) if mode != "cloud-managed" else {}
+        if hami:
+            # After NVIDIA's stack: with the operator, HAMi's plugin waits for the operator's toolkit.
+            after = [self.release] if self.release is not None else []
+            self.hami_release = self._release(name, "hami", versions.HAMI, ns, hami, opts, [*prerequisites, *after])
+
+        self.namespace = pulumi.Output.from_input(ns if needs_namespace else "")
+        self.sharing_config = pulumi.Output.from_input(sharing.CONFIG_MAP_NAME if data else "")
+        self.register_outputs({"namespace": self.namespace, "sharing_config": self.sharing_config})
+
+    def _release(self, name: str, release_name: str, chart: versions.Chart, namespace: str, values: dict,
+                 opts: Optional[pulumi.ResourceOptions], depends_on: list) -> k8s.helm.v3.Release:
+        """A child Helm release named ``release_name`` in the cluster, ``<name>-<release_name>`` in Pulumi."""
+        release = helm_release(f"{name}-{release_name}", chart, release_name, namespace, values,
+                               child_opts(self, opts, depends_on=depends_on), create_namespace=False)
+        self.releases.append(release)
+        return release

@@ -1,0 +1,73 @@
+"""`RdmaStack`: the device plugins that make the RDMA pools' NICs schedulable (EFA, InfiniBand, RoCEv2).
+
+Decisions live in `rdma_specs`; this component creates the releases and the NicClusterPolicy in order. Install
+order: the platform makes this component depend on the NVIDIA stack, so its NFD (and the NodeFeatureRule CRD)
+exists before the Network Operator, and the NicClusterPolicy waits for the operator's CRD.
+"""
+
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .. import labels, versions
+from ..pools import GpuPoolSpec
+from . import rdma_specs as specs
+from .common import child_opts, helm_release, metadata, pools_of
+
+
+class RdmaStackArgs(TypedDict, total=False):
+    """Arguments of `RdmaStack`."""
+
+    cloud: str
+    """``aws``, ``azure``, ``gcp``, ``oci`` or ``existing`` (AKS nodes also get the DOCA-OFED driver container)."""
+    pools: list[GpuPoolSpec]
+    """The platform's GPU pools; only RDMA pools matter (EFA, InfiniBand, RoCEv2; GKE GPUDirect is the GKE
+    layer's)."""
+    namespace: str
+    """Namespace of the Network Operator. Default ``nvidia-network-operator``. The EFA plugin runs in
+    ``kube-system``."""
+    nfd_installed: bool
+    """node-feature-discovery already runs (the NVIDIA stack's): the Network Operator's own stays off. Default
+    false."""
+
+
+class RdmaStack(pulumi.ComponentResource):
+    """EFA device plugin on EFA pools; NVIDIA Network Operator + RDMA shared device plugin on IB/RoCE pools."""
+
+    pod_requirements: pulumi.Output[dict]
+    """Per RDMA pool: the extended-resource limits and pod annotations a training pod adds."""
+
+    def __init__(self, name: str, args: RdmaStackArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:RdmaStack", name, {}, opts)
+        cloud = args["cloud"]
+        pools = pools_of(args.get("pools", []))
+        ns = args.get("namespace", specs.NETWORK_OPERATOR_NAMESPACE)
+
+        self.efa_release: Optional[k8s.helm.v3.Release] = None
+        self.network_operator: Optional[k8s.helm.v3.Release] = None
+        self.nic_cluster_policy: Optional[k8s.apiextensions.CustomResource] = None
+
+        if specs.efa_pools(pools):
+            self.efa_release = helm_release(
+                f"{name}-efa-device-plugin", versions.EFA_DEVICE_PLUGIN, "aws-efa-k8s-device-plugin",
+                specs.EFA_NAMESPACE, specs.efa_values(pools), child_opts(self, opts), create_namespace=False)
+
+        if specs.network_operator_pools(pools):
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-namespace",
+                metadata=metadata(ns, extra_labels={labels.POD_SECURITY_ENFORCE_LABEL: "privileged"}),
+                opts=child_opts(self, opts))
+            self.network_operator = helm_release(
+                f"{name}-network-operator", versions.NETWORK_OPERATOR, "network-operator", ns,
+                specs.network_operator_values(pools, bool(args.get("nfd_installed", False))),
+                child_opts(self, opts, depends_on=[namespace]), create_namespace=False)
+            policy = specs.nic_cluster_policy(cloud, pools)
+            self.nic_cluster_policy = k8s.apiextensions.CustomResource(
+                f"{name}-nic-cluster-policy", api_version=policy["apiVersion"], kind=policy["kind"],
+                metadata=policy["metadata"], spec=policy["spec"],
+                opts=child_opts(self, opts, depends_on=[self.network_operator]))
+
+        self.pod_requirements = pulumi.Output.from_input(
+            {p.name: specs.pod_requirements(p) for p in pools if p.rdma_fabric})
+        self.register_outputs({"pod_requirements": self.pod_requirements})
