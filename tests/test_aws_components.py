@@ -252,3 +252,19 @@ def test_pool_zone_and_existing_vpc():
         "subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"]
     assert rec.one("aws:ec2/securityGroup:SecurityGroup", "gpu-h100-train-efa").inputs["vpcId"] == \
         "vpc-0123456789abcdef0"
+
+
+def test_eks_cluster_as_a_library_component_owns_its_gpu_pools():
+    rec = run_program(lambda: aws.EksCluster("c", {
+        "region": "eu-west-1", "kubernetes_version": "1.34", "addon_versions": versions.EKS_ADDONS["1.34"],
+        "gpu_pools": [{"pool": pool_spec("p4d.24xlarge", rdma=True)}, {"pool": {**pool_spec("g6.xlarge"),
+                                                                              "name": "infer"}}]}))
+    assert sorted(r.inputs["availabilityZone"] for r in rec.of_type("aws:ec2/subnet:Subnet")) == sorted(
+        [f"eu-west-1{z}" for z in "abc"] * 2)
+    cluster = rec.one("gpuplatform:index:EksCluster", "c")
+    pools = rec.of_type("gpuplatform:index:EksGpuNodePool")
+    assert {p.name for p in pools} == {"c-train", "c-infer"} and {p.parent for p in pools} == {cluster.urn}
+    assert rec.one(NODE_GROUP, "c-train-nodes").inputs["subnetIds"] == ["c-private-eu-west-1a-id"]
+    assert rec.one(NODE_GROUP, "c-train-nodes").inputs["clusterName"] == "c"
+    assert len(rec.one(NODE_GROUP, "c-infer-nodes").inputs["subnetIds"]) == 3
+    assert len(rec.one(LAUNCH_TEMPLATE, "c-train-lt").inputs["networkInterfaces"]) == 4

@@ -40,6 +40,159 @@ def region_zones(region: str, opts: Optional[pulumi.InvokeOptions] = None) -> li
 
 
 # ---------------------------------------------------------------------------------------------------------
+# EksGpuNodePool
+
+
+class EksGpuNodePoolArgs(TypedDict, total=False):
+    """Arguments of `EksGpuNodePool`: the cloud-neutral pool, then where and how EKS runs it."""
+
+    pool: GpuPoolSpec
+    """The pool: instance type, GPUs, min/max nodes, sharing, RDMA (EFA), spot, user labels and taints."""
+    cluster_name: pulumi.Input[str]
+    """EKS cluster the node group joins (set by `EksCluster` for its own pools)."""
+    node_role_arn: pulumi.Input[str]
+    """IAM role of the nodes (set by `EksCluster` for its own pools)."""
+    subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
+    """Subnets of the node group; one zone's subnets for EFA pools and reserved capacity. Default (pools of an
+    `EksCluster`): the private subnets of ``zones``."""
+    zones: list[str]
+    """Pools of an `EksCluster` with a new VPC: the zones whose private subnets the pool uses. Default: every
+    zone, or the VPC's first zone for an EFA pool (EFA traffic stays inside one subnet)."""
+    vpc_id: pulumi.Input[str]
+    """VPC of the cluster, for the EFA security group (set by `EksCluster` for its own pools)."""
+    cluster_security_group_id: pulumi.Input[str]
+    """EKS cluster security group; EFA interfaces carry it explicitly because EKS adds none once a launch
+    template names interfaces (set by `EksCluster` for its own pools)."""
+    ami_type: str
+    """``AL2023_x86_64_NVIDIA`` (default) or ``BOTTLEROCKET_x86_64_NVIDIA``."""
+    capacity_reservation_id: Optional[str]
+    """On-Demand Capacity Reservation or Capacity Block (``cr-...``) targeted by the launch template."""
+    capacity_block: bool
+    """The reservation is a Capacity Block for ML: capacity type ``CAPACITY_BLOCK``, market ``capacity-block``."""
+    disk_size_gib: int
+    """Image volume size in GiB (root on AL2023, data volume on Bottlerocket). Default 200, 500 on 8-GPU shapes."""
+    placement_group: bool
+    """A ``cluster`` placement group (EFA pools). Default: True for EFA pools without a reservation."""
+    desired_nodes: Optional[int]
+    """Initial size (default minNodes); ignored after creation, the autoscaler owns it."""
+    tags: dict[str, str]
+    """Tags on every AWS resource."""
+
+
+def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
+    """The component's arguments as `AwsPoolOptions`, with the rules the configuration enforces for stacks."""
+    reservation = args.get("capacity_reservation_id")
+    capacity_block = bool(args.get("capacity_block", False))
+    if capacity_block and (reservation is None or pool.spot):
+        raise ValueError(f"pool {pool.name}: a Capacity Block needs capacity_reservation_id and no spot")
+    if reservation is not None and pool.spot:
+        raise ValueError(f"pool {pool.name}: capacity reservations are on-demand capacity, not spot")
+    placement = bool(args.get("placement_group", bool(pool.rdma_fabric) and reservation is None))
+    if placement and not pool.rdma_fabric:
+        raise ValueError(f"pool {pool.name}: a cluster placement group is only for EFA pools")
+    return AwsPoolOptions(
+        ami_type=args.get("ami_type", AL2023_NVIDIA),
+        capacity_type=CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND,
+        capacity_reservation_id=reservation,
+        disk_size_gib=args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200),
+        placement_group=placement,
+    )
+
+
+class EksGpuNodePool(pulumi.ComponentResource):
+    """A GPU pool as an EKS managed node group: NVIDIA AMI, the GPU taint and pool labels, scaling from zero
+    (cluster-autoscaler node-template tags on the node group and its Auto Scaling group), on-demand, spot,
+    capacity reservations or Capacity Blocks; with EFA, a launch template with ``efa``/``efa-only`` interfaces on
+    every network card, a ``cluster`` placement group and a security group open to itself."""
+
+    pool: GpuPool
+    """The pool this node group runs."""
+    launch_template: aws.ec2.LaunchTemplate
+    node_group: aws.eks.NodeGroup
+    placement_group: Optional[aws.ec2.PlacementGroup]
+    """The ``cluster`` placement group (EFA pools without a reservation)."""
+    efa_security_group: Optional[aws.ec2.SecurityGroup]
+    """The EFA security group (EFA pools); `efa_rules` hold its self-referencing ingress and egress rules."""
+    node_group_name: pulumi.Output[str]
+    autoscaling_group_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: EksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:EksGpuNodePool", name, {}, opts)
+        pool = self.pool = GpuPool.from_spec(args["pool"])
+        options = pool_options(pool, args)
+        tags = dict(args.get("tags", {}))
+        labels = aws_nodes.node_labels(pool, options.ami_type)
+        autoscaler_tags = aws_nodes.autoscaler_tags(pool, labels)
+
+        self.efa_security_group: Optional[aws.ec2.SecurityGroup] = None
+        self.efa_rules: list = []
+        security_groups: list[pulumi.Input[str]] = []
+        if pool.rdma_fabric:
+            self.efa_security_group = aws.ec2.SecurityGroup(
+                f"{name}-efa", vpc_id=args["vpc_id"], description=f"EFA traffic between the nodes of pool {pool.name}",
+                tags={**tags, "Name": f"{name}-efa"}, opts=child_opts(self, opts))
+            rules = efa_self_rules()
+            sg_id = self.efa_security_group.id
+            self.efa_rules = [
+                aws.vpc.SecurityGroupIngressRule(f"{name}-efa-ingress", security_group_id=sg_id,
+                                                 referenced_security_group_id=sg_id, **rules["ingress"],
+                                                 opts=child_opts(self, opts)),
+                aws.vpc.SecurityGroupEgressRule(f"{name}-efa-egress", security_group_id=sg_id,
+                                                referenced_security_group_id=sg_id, **rules["egress"],
+                                                opts=child_opts(self, opts)),
+            ]
+            security_groups = [args["cluster_security_group_id"], sg_id]
+
+        self.placement_group: Optional[aws.ec2.PlacementGroup] = None
+        if options.placement_group:
+            self.placement_group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=tags,
+                                                          opts=child_opts(self, opts))
+
+        self.launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"GPU pool {pool.name} ({pool.instance_type})",
+            tags=tags,
+            opts=child_opts(self, opts),
+            **aws_nodes.launch_template_data(
+                pool, options, security_groups,
+                self.placement_group.name if self.placement_group is not None else None,
+                {**tags, "Name": name}),
+        )
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-nodes",
+            cluster_name=args["cluster_name"],
+            node_role_arn=args["node_role_arn"],
+            subnet_ids=args["subnet_ids"],
+            ami_type=options.ami_type,
+            capacity_type=options.capacity_type,
+            # A Capacity Block's instance type lives in the launch template (EKS requires it there).
+            instance_types=None if options.capacity_type == CAPACITY_BLOCK else [pool.instance_type],
+            labels=labels,
+            taints=aws_nodes.node_taints(pool),
+            scaling_config=aws_nodes.scaling(pool, args.get("desired_nodes")),
+            launch_template={"id": self.launch_template.id,
+                             "version": self.launch_template.latest_version.apply(str)},
+            update_config={"max_unavailable": 1},
+            node_repair_config={"enabled": True},
+            tags={**tags, **autoscaler_tags},
+            opts=child_opts(self, opts, depends_on=self.efa_rules, ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        self.node_group_name = self.node_group.node_group_name
+        self.autoscaling_group_name = self.node_group.resources.apply(
+            lambda r: r[0].autoscaling_groups[0].name if r and r[0].autoscaling_groups else "")
+        # EKS does not copy node group tags to the Auto Scaling group, which is what the cluster autoscaler reads.
+        self.autoscaling_group_tags = [
+            aws.autoscaling.Tag(f"{name}-ca-{_slug(key.rsplit('node-template/', 1)[-1])}",
+                                autoscaling_group_name=self.autoscaling_group_name,
+                                tag={"key": key, "value": value, "propagate_at_launch": False},
+                                opts=child_opts(self, opts))
+            for key, value in autoscaler_tags.items()
+        ]
+        self.register_outputs({"node_group_name": self.node_group_name,
+                               "autoscaling_group_name": self.autoscaling_group_name})
+
+
+# ---------------------------------------------------------------------------------------------------------
 # EksCluster
 
 
@@ -77,15 +230,30 @@ class EksClusterArgs(TypedDict, total=False):
     """Public API endpoint. Default True."""
     public_access_cidrs: list[str]
     """CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``."""
+    gpu_pools: list[EksGpuNodePoolArgs]
+    """GPU pools; their cluster name, node role, VPC, cluster security group and subnets come from the cluster."""
     tags: dict[str, str]
     """Tags on every AWS resource."""
 
 
 class EksCluster(pulumi.ComponentResource):
-    """An EKS cluster ready for GPU node pools: VPC (new or existing), cluster and node IAM roles, access
-    entries for admins, managed add-ons (vpc-cni with efa-only support, kube-proxy, pod identity, CoreDNS),
-    a small non-GPU system node group, an IRSA OIDC provider, a kubeconfig and a Kubernetes provider."""
+    """An EKS cluster with GPU node pools: VPC (new or existing), cluster and node IAM roles, access entries for
+    admins, managed add-ons (vpc-cni with efa-only support, kube-proxy, pod identity, CoreDNS), a small non-GPU
+    system node group, one `EksGpuNodePool` per GPU pool, an IRSA OIDC provider, a kubeconfig and a Kubernetes
+    provider."""
 
+    vpc: Optional[aws.ec2.Vpc]
+    """The new VPC (None with an existing one); its subnets are `private_subnets` / `public_subnets` by zone."""
+    cluster: aws.eks.Cluster
+    cluster_role: aws.iam.Role
+    node_role: aws.iam.Role
+    addons: dict[str, aws.eks.Addon]
+    system_node_group: aws.eks.NodeGroup
+    oidc_provider: aws.iam.OpenIdConnectProvider
+    node_pools: dict[str, EksGpuNodePool]
+    """GPU node pool components by pool name."""
+    gpu_pools: list[GpuPool]
+    provider: k8s.Provider
     cluster_name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
@@ -192,6 +360,20 @@ class EksCluster(pulumi.ComponentResource):
         for addon in LATE_ADDONS:
             self.addons[addon] = self._addon(name, addon, versions[addon], tags, opts, [self.system_node_group])
 
+        self.node_pools = {}
+        for pool_args in args.get("gpu_pools", []):
+            pool = GpuPool.from_spec(pool_args["pool"])
+            zones = list(pool_args.get("zones") or [])
+            if pool.rdma_fabric and not zones and self.zones:
+                zones = self.zones[:1]  # EFA traffic stays inside one subnet: the VPC's first zone
+            defaults = EksGpuNodePoolArgs(subnet_ids=self.subnet_ids_for(zones), tags=tags)
+            self.node_pools[pool.name] = EksGpuNodePool(
+                f"{name}-{pool.name}",
+                {**defaults, **pool_args, "cluster_name": self.cluster.name, "node_role_arn": self.node_role.arn,
+                 "vpc_id": self.vpc_id, "cluster_security_group_id": self.cluster_security_group_id},
+                opts=child_opts(self, opts, depends_on=self.compute_dependencies))
+        self.gpu_pools = [component.pool for component in self.node_pools.values()]
+
         self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.cluster.name, self.cluster.endpoint, self.cluster.certificate_authority.apply(lambda c: c.data),
         ).apply(lambda a: eks_kubeconfig(a[0], a[1], a[2], region)))
@@ -201,7 +383,8 @@ class EksCluster(pulumi.ComponentResource):
             "cluster_name": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig,
             "oidc_issuer": self.oidc_issuer, "oidc_provider_arn": self.oidc_provider_arn,
             "node_role_arn": self.node_role_arn, "cluster_security_group_id": self.cluster_security_group_id,
-            "vpc_id": self.vpc_id,
+            "vpc_id": self.vpc_id, "gpu_pools": [p.name for p in self.gpu_pools],
+            "node_group_names": {n: c.node_group_name for n, c in self.node_pools.items()},
         })
 
     def subnet_ids_for(self, zones: Sequence[str]) -> list[pulumi.Input[str]]:
@@ -274,163 +457,33 @@ class EksCluster(pulumi.ComponentResource):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# EksGpuNodePool
-
-
-class EksGpuNodePoolArgs(TypedDict, total=False):
-    """Arguments of `EksGpuNodePool`: the cloud-neutral pool, then where and how EKS runs it."""
-
-    pool: GpuPoolSpec
-    """The pool: instance type, GPUs, min/max nodes, sharing, RDMA (EFA), spot, user labels and taints."""
-    cluster_name: pulumi.Input[str]
-    """EKS cluster the node group joins."""
-    node_role_arn: pulumi.Input[str]
-    """IAM role of the nodes (`EksCluster.node_role_arn`)."""
-    subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
-    """Subnets of the node group; one zone's subnets for EFA pools and reserved capacity."""
-    vpc_id: pulumi.Input[str]
-    """VPC of the cluster (EFA security group)."""
-    cluster_security_group_id: pulumi.Input[str]
-    """EKS cluster security group; EFA interfaces carry it explicitly (EKS adds none once interfaces are set)."""
-    ami_type: str
-    """``AL2023_x86_64_NVIDIA`` (default) or ``BOTTLEROCKET_x86_64_NVIDIA``."""
-    capacity_reservation_id: Optional[str]
-    """On-Demand Capacity Reservation or Capacity Block (``cr-...``) targeted by the launch template."""
-    capacity_block: bool
-    """The reservation is a Capacity Block for ML: capacity type ``CAPACITY_BLOCK``, market ``capacity-block``."""
-    disk_size_gib: int
-    """Image volume size in GiB (root on AL2023, data volume on Bottlerocket). Default 200, 500 on 8-GPU shapes."""
-    placement_group: bool
-    """A ``cluster`` placement group (EFA pools). Default: True for EFA pools without a reservation."""
-    desired_nodes: Optional[int]
-    """Initial size (default minNodes); ignored after creation, the autoscaler owns it."""
-    tags: dict[str, str]
-    """Tags on every AWS resource."""
-
-
-def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
-    """The component's arguments as `AwsPoolOptions`, with the rules the configuration enforces for stacks."""
-    reservation = args.get("capacity_reservation_id")
-    capacity_block = bool(args.get("capacity_block", False))
-    if capacity_block and (reservation is None or pool.spot):
-        raise ValueError(f"pool {pool.name}: a Capacity Block needs capacity_reservation_id and no spot")
-    if reservation is not None and pool.spot:
-        raise ValueError(f"pool {pool.name}: capacity reservations are on-demand capacity, not spot")
-    placement = bool(args.get("placement_group", bool(pool.rdma_fabric) and reservation is None))
-    if placement and not pool.rdma_fabric:
-        raise ValueError(f"pool {pool.name}: a cluster placement group is only for EFA pools")
-    return AwsPoolOptions(
-        ami_type=args.get("ami_type", AL2023_NVIDIA),
-        capacity_type=CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND,
-        capacity_reservation_id=reservation,
-        disk_size_gib=args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200),
-        placement_group=placement,
-    )
-
-
-class EksGpuNodePool(pulumi.ComponentResource):
-    """A GPU pool as an EKS managed node group: NVIDIA AMI, the GPU taint and pool labels, scaling from zero
-    (cluster-autoscaler node-template tags on the node group and its Auto Scaling group), on-demand, spot,
-    capacity reservations or Capacity Blocks; with EFA, a launch template with ``efa``/``efa-only`` interfaces on
-    every network card, a ``cluster`` placement group and a security group open to itself."""
-
-    node_group_name: pulumi.Output[str]
-    autoscaling_group_name: pulumi.Output[str]
-    gpu_pool: pulumi.Output[dict]
-
-    def __init__(self, name: str, args: EksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("gpuplatform:index:EksGpuNodePool", name, {}, opts)
-        pool = GpuPool.from_spec(args["pool"])
-        options = pool_options(pool, args)
-        tags = dict(args.get("tags", {}))
-        labels = aws_nodes.node_labels(pool, options.ami_type)
-        autoscaler_tags = aws_nodes.autoscaler_tags(pool, labels)
-
-        self.efa_security_group: Optional[aws.ec2.SecurityGroup] = None
-        self.efa_rules: list = []
-        security_groups: list[pulumi.Input[str]] = []
-        if pool.rdma_fabric:
-            self.efa_security_group = aws.ec2.SecurityGroup(
-                f"{name}-efa", vpc_id=args["vpc_id"], description=f"EFA traffic between the nodes of pool {pool.name}",
-                tags={**tags, "Name": f"{name}-efa"}, opts=child_opts(self, opts))
-            rules = efa_self_rules()
-            sg_id = self.efa_security_group.id
-            self.efa_rules = [
-                aws.vpc.SecurityGroupIngressRule(f"{name}-efa-ingress", security_group_id=sg_id,
-                                                 referenced_security_group_id=sg_id, **rules["ingress"],
-                                                 opts=child_opts(self, opts)),
-                aws.vpc.SecurityGroupEgressRule(f"{name}-efa-egress", security_group_id=sg_id,
-                                                referenced_security_group_id=sg_id, **rules["egress"],
-                                                opts=child_opts(self, opts)),
-            ]
-            security_groups = [args["cluster_security_group_id"], sg_id]
-
-        self.placement_group: Optional[aws.ec2.PlacementGroup] = None
-        if options.placement_group:
-            self.placement_group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=tags,
-                                                          opts=child_opts(self, opts))
-
-        self.launch_template = aws.ec2.LaunchTemplate(
-            f"{name}-lt",
-            description=f"GPU pool {pool.name} ({pool.instance_type})",
-            tags=tags,
-            opts=child_opts(self, opts),
-            **aws_nodes.launch_template_data(
-                pool, options, security_groups,
-                self.placement_group.name if self.placement_group is not None else None,
-                {**tags, "Name": name}),
-        )
-        self.node_group = aws.eks.NodeGroup(
-            f"{name}-nodes",
-            cluster_name=args["cluster_name"],
-            node_role_arn=args["node_role_arn"],
-            subnet_ids=args["subnet_ids"],
-            ami_type=options.ami_type,
-            capacity_type=options.capacity_type,
-            # A Capacity Block's instance type lives in the launch template (EKS requires it there).
-            instance_types=None if options.capacity_type == CAPACITY_BLOCK else [pool.instance_type],
-            labels=labels,
-            taints=aws_nodes.node_taints(pool),
-            scaling_config=aws_nodes.scaling(pool, args.get("desired_nodes")),
-            launch_template={"id": self.launch_template.id,
-                             "version": self.launch_template.latest_version.apply(str)},
-            update_config={"max_unavailable": 1},
-            node_repair_config={"enabled": True},
-            tags={**tags, **autoscaler_tags},
-            opts=child_opts(self, opts, depends_on=self.efa_rules, ignore_changes=["scalingConfig.desiredSize"]),
-        )
-        self.node_group_name = self.node_group.node_group_name
-        self.autoscaling_group_name = self.node_group.resources.apply(
-            lambda r: r[0].autoscaling_groups[0].name if r and r[0].autoscaling_groups else "")
-        # EKS does not copy node group tags to the Auto Scaling group, which is what the cluster autoscaler reads.
-        self.autoscaling_group_tags = [
-            aws.autoscaling.Tag(f"{name}-ca-{_slug(key.rsplit('node-template/', 1)[-1])}",
-                                autoscaling_group_name=self.autoscaling_group_name,
-                                tag={"key": key, "value": value, "propagate_at_launch": False},
-                                opts=child_opts(self, opts))
-            for key, value in autoscaler_tags.items()
-        ]
-        self.gpu_pool = pulumi.Output.from_input(dict(args["pool"]))
-        self.register_outputs({"node_group_name": self.node_group_name,
-                               "autoscaling_group_name": self.autoscaling_group_name, "gpu_pool": self.gpu_pool})
-
-
-# ---------------------------------------------------------------------------------------------------------
 # From a stack's configuration
 
 
 def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
-    """The EKS cluster of a stack and one `EksGpuNodePool` per configured pool, on an AWS provider for the
+    """The EKS cluster of a stack with one `EksGpuNodePool` per configured pool, on an AWS provider for the
     stack's region."""
     options = config.cluster_options
     provider = aws.Provider(f"{name}-aws", region=config.region, opts=opts)
-    aws_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"aws": provider}))
     tags = {f"{DOMAIN}/stack": config.stack}
 
     zones: list[str] = list(options.availability_zones)
     if options.new_vpc and not zones:
         pool_zones = [z for p in config.node_pools for z in p.zones]
         zones = vpc_zones([], pool_zones, region_zones(config.region, pulumi.InvokeOptions(provider=provider)))
+    pools: list[EksGpuNodePoolArgs] = []
+    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
+        pool_options: AwsPoolOptions = pool_config.cloud_options
+        entry = EksGpuNodePoolArgs(
+            pool=pool.spec(), ami_type=pool_options.ami_type,
+            capacity_reservation_id=pool_options.capacity_reservation_id, capacity_block=pool_options.capacity_block,
+            disk_size_gib=pool_options.disk_size_gib, placement_group=pool_options.placement_group,
+            desired_nodes=pool_config.desired_nodes, tags=tags)
+        if pool_options.subnet_ids:
+            entry["subnet_ids"] = list(pool_options.subnet_ids)
+        if pool_config.zones:
+            entry["zones"] = list(pool_config.zones)
+        pools.append(entry)
     cluster = EksCluster(name, EksClusterArgs(
         cluster_name=name,
         region=config.region,
@@ -447,46 +500,22 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         system_nodes=options.system_nodes,
         endpoint_public_access=options.endpoint_public_access,
         public_access_cidrs=list(options.public_access_cidrs),
+        gpu_pools=pools,
         tags=tags,
-    ), opts=aws_opts)
-
-    pools, node_pools = [], {}
-    pool_opts = pulumi.ResourceOptions.merge(aws_opts, pulumi.ResourceOptions(depends_on=cluster.compute_dependencies))
-    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
-        pool_options_: AwsPoolOptions = pool_config.cloud_options
-        pool_zones = list(pool_config.zones)
-        if pool.rdma_fabric and not pool_zones and cluster.zones:
-            pool_zones = cluster.zones[:1]  # EFA stays inside one subnet: pin the pool to the VPC's first zone
-        subnets = list(pool_options_.subnet_ids) or cluster.subnet_ids_for(pool_zones)
-        node_pools[pool.name] = EksGpuNodePool(f"{name}-{pool.name}", EksGpuNodePoolArgs(
-            pool=pool.spec(),
-            cluster_name=cluster.cluster_name,
-            node_role_arn=cluster.node_role_arn,
-            subnet_ids=subnets,
-            vpc_id=cluster.vpc_id,
-            cluster_security_group_id=cluster.cluster_security_group_id,
-            ami_type=pool_options_.ami_type,
-            capacity_reservation_id=pool_options_.capacity_reservation_id,
-            capacity_block=pool_options_.capacity_block,
-            disk_size_gib=pool_options_.disk_size_gib,
-            placement_group=pool_options_.placement_group,
-            desired_nodes=pool_config.desired_nodes,
-            tags=tags,
-        ), opts=pool_opts)
-        pools.append(pool)
+    ), opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"aws": provider})))
     return ClusterHandle(
         cloud="aws",
         cluster_name=cluster.cluster_name,
         kubeconfig=cluster.kubeconfig,
         provider=cluster.provider,
-        pools=pools,
-        node_pool_ids={n: p.node_group_name for n, p in node_pools.items()},
+        pools=cluster.gpu_pools,
+        node_pool_ids={n: p.node_group_name for n, p in cluster.node_pools.items()},
         outputs={
             "endpoint": cluster.endpoint, "oidc_issuer": cluster.oidc_issuer,
             "oidc_provider_arn": cluster.oidc_provider_arn, "node_role_arn": cluster.node_role_arn,
             "cluster_security_group_id": cluster.cluster_security_group_id, "vpc_id": cluster.vpc_id,
             "region": config.region, "aws_provider": provider,
-            "autoscaling_group_names": {n: p.autoscaling_group_name for n, p in node_pools.items()},
+            "autoscaling_group_names": {n: p.autoscaling_group_name for n, p in cluster.node_pools.items()},
         },
-        ready=[cluster.system_node_group, *(cluster.addons[a] for a in LATE_ADDONS), *node_pools.values()],
+        ready=[cluster.system_node_group, *(cluster.addons[a] for a in LATE_ADDONS), *cluster.node_pools.values()],
     )
