@@ -53,18 +53,11 @@ class GpuPlatform(pulumi.ComponentResource):
         # depends_on through self._k8s_opts([...]) where it needs an earlier layer (CRDs, webhooks).
         # [layer: monitoring]
         if config.monitoring.enabled:
-            from .kube.monitoring import GpuMonitoring
+            from .kube.monitoring import GpuMonitoring, monitoring_args
 
             # First: later layers' ServiceMonitors need the CRDs its release installs (they depend on .release).
-            self.layers["monitoring"] = GpuMonitoring(f"{name}-monitoring", {
-                "pools": specs,
-                "retention": config.monitoring.retention,
-                "storage_size": config.monitoring.storage_size,
-                "grafana_admin_password": config.monitoring.grafana_admin_password,
-                # GKE's managed DCGM exporter (cluster option managedDcgm, on by default with cloud-managed GPUs).
-                "gke_managed_dcgm": config.cloud == "gcp" and getattr(config.cluster_options, "managed_dcgm", False),
-                "inference_namespace": config.inference.namespace,
-            }, opts=self._k8s_opts())
+            self.layers["monitoring"] = GpuMonitoring(f"{name}-monitoring", monitoring_args(config, specs),
+                                                      opts=self._k8s_opts())
         # [layer: nvidia]
         from .kube.nvidia import NvidiaGpuStack
 

@@ -348,9 +348,9 @@ def alert_groups(thresholds: AlertThresholds, runbook_base_url: str) -> list[Rul
         AlertRule(
             "GpuTemperatureHigh",
             f"max by ({device}) ({GPU_TEMPERATURE}) > {t.gpu_temperature_celsius:g}",
-            "warning", "GPU {{ $labels.gpu }} on {{ $labels.node }} is at {{ $value }}°C",
+            "warning", "GPU {{ $labels.gpu }} on {{ $labels.node }} is at {{ $value }} C",
             f"GPU {{{{ $labels.gpu }}}} ({{{{ $labels.modelName }}}}) on node {{{{ $labels.node }}}} has been above "
-            f"{t.gpu_temperature_celsius:g}°C for {t.gpu_temperature_for}; it will throttle.",
+            f"{t.gpu_temperature_celsius:g} C for {t.gpu_temperature_for}; it will throttle.",
             rb("GpuTemperatureHigh"), t.gpu_temperature_for),
         AlertRule(
             "GpuMemoryNearlyFull",

@@ -28,6 +28,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from .. import labels
+from ..config import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec
 from ..versions import KUBE_PROMETHEUS_STACK, PROMETHEUS_OPERATOR_API_VERSION
 from . import alerts as rules
@@ -154,6 +155,20 @@ def gke_managed_dcgm_pod_monitor_body(namespace: str) -> dict[str, Any]:
             }],
         },
     }
+
+
+def monitoring_args(config: PlatformConfig, pools: list[GpuPoolSpec]) -> "GpuMonitoringArgs":
+    """`GpuMonitoring` args from a stack's configuration (what `GpuPlatform` passes)."""
+    return GpuMonitoringArgs(
+        pools=pools,
+        retention=config.monitoring.retention,
+        storage_size=config.monitoring.storage_size,
+        grafana_admin_password=config.monitoring.grafana_admin_password,
+        # GKE's managed DCGM exporter: the GKE layer turns it on (cluster option managedDcgm, on by default with
+        # cloud-managed GPUs); the NVIDIA layer then deploys no exporter of its own there.
+        gke_managed_dcgm=config.cloud == "gcp" and bool(getattr(config.cluster_options, "managed_dcgm", False)),
+        inference_namespace=config.inference.namespace,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
