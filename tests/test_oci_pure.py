@@ -12,7 +12,7 @@ from gpu_platform.clouds import oci_cloud_init, oci_images, oci_network, oci_rdm
 from gpu_platform.clouds.oci import node_labels, placement_configs, select_availability_domains
 from gpu_platform.labels import GPU_TAINT, Taint
 from gpu_platform.pools import GpuPool, Sharing
-from gpu_platform.testing import _oke_node_pool_options
+from gpu_platform.testing import CALLS
 
 OKE_INIT_FETCH = ('curl --fail -H "Authorization: Bearer Oracle" -L0 '
                   "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script | base64 --decode "
@@ -84,7 +84,7 @@ def test_missing_minor_version_names_what_oke_offers():
 
 
 def test_gpu_image_is_the_newest_x86_gpu_image_of_the_version():
-    sources = _oke_node_pool_options({})["sources"]
+    sources = CALLS["oci:ContainerEngine/getNodePoolOption:getNodePoolOption"]({})["sources"]
     assert oci_images.pick_gpu_image(sources, "v1.34.2") == "ocid1.image.oc1.iad.ol9-gpu-1-34-2"
     assert oci_images.pick_gpu_image(sources, "v1.33.1") == "ocid1.image.oc1.iad.ol9-gpu-1-33-1"
 
