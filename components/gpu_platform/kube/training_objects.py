@@ -95,12 +95,13 @@ def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
     annotations = dict(pool.rdma_pod_annotations)
     if plan.topology_level:
         annotations[labels.KUEUE_PREFERRED_TOPOLOGY_ANNOTATION] = plan.topology_level
+    # The pool's NCCL settings (fabric-specific) win over the defaults; each variable appears once.
+    settings = {"NCCL_DEBUG": "WARN", **dict(pool.nccl_env)}
     env = [
         {"name": "JOB_NAME", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{labels.JOB_NAME_LABEL}']"}}},
         {"name": "CHECKPOINT_DIR", "value": "/checkpoints/$(JOB_NAME)"},
         {"name": "HOME", "value": "/tmp"},
-        {"name": "NCCL_DEBUG", "value": "WARN"},
-        *({"name": k, "value": v} for k, v in pool.nccl_env),
+        *({"name": k, "value": v} for k, v in sorted(settings.items())),
     ]
     args = [
         f"--nnodes={plan.nodes}",
