@@ -208,7 +208,7 @@ def test_handle_exposes_names_pools_and_outputs(operator_stack):
         f"/subscriptions/{AZURE_SUBSCRIPTION_ID}/resourceGroups/dev-rg/providers/"
         "Microsoft.ContainerService/managedClusters/dev-aks/agentPools/h100train")
     assert seen["oidc"] == "https://westeurope.oic.prod-aks.azure.com/dev-aks/"
-    assert len(handle.ready) == 2
+    assert [type(r).__name__ for r in handle.ready] == ["ManagedCluster", "AgentPool", "AgentPool"]
 
 
 def test_every_resource_is_parented_inside_the_cluster_component(operator_stack):

@@ -124,6 +124,8 @@ ERRORS = [
     ("AKS system taint", azure(pool(taints=["kubernetes.azure.com/scalesetpriority=spot:NoSchedule"])),
      "bad: nodePools[0].taints[0]: 'kubernetes.azure.com/scalesetpriority' is an AKS system taint; AKS sets it "
      "itself (spot pools) and rejects changes to it"),
+    ("more nodes than an agent pool holds", azure(pool(maxNodes=1001)),
+     "bad: nodePools[0].maxNodes: an AKS agent pool holds at most 1000 nodes, got 1001"),
     ("os disk too small", azure(pool(osDiskSizeGb=10)), "bad: nodePools[0].osDiskSizeGb: must be >= 30, got 10"),
     ("os disk too large", azure(pool(osDiskSizeGb=4096)),
      "bad: nodePools[0].osDiskSizeGb: must be <= 2048, got 4096"),

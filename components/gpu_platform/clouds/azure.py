@@ -364,5 +364,6 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "oidcIssuerUrl": cluster.oidc_issuer_url,
             "nodeResourceGroup": cluster.managed_cluster.node_resource_group,
         },
-        ready=[c.agent_pool for c in cluster.node_pools.values()],
+        # The managed cluster carries the System pool the platform's services run on.
+        ready=[cluster.managed_cluster, *(c.agent_pool for c in cluster.node_pools.values())],
     )

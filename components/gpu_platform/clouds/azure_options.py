@@ -50,6 +50,8 @@ POOL_KEYS = {"agentPoolName", "osSku", "spotMaxPrice", "spotEvictionPolicy", "os
 
 AZURE_ZONES = ("1", "2", "3")
 MAX_OS_DISK_GB = 2048
+MAX_POOL_NODES = 1000
+"""The SDK's ``count`` range for an agent pool: 0-1000 for user pools, 1-1000 for system pools."""
 INFINIBAND_FEATURE = "AKSInfinibandSupport"
 """Subscription feature (namespace ``Microsoft.ContainerService``) that places the nodes of an InfiniBand pool on
 one InfiniBand network (AKS ``use-amd-gpus.md``, Azure/aks-rdma-infiniband ``deploy-aks.sh``)."""
@@ -164,6 +166,9 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
                          minimum=1)
     if max_nodes < min_nodes:
         raise ConfigError("systemPoolMaxNodes", f"must be >= systemPoolMinNodes ({min_nodes}), got {max_nodes}")
+    if max_nodes > MAX_POOL_NODES:
+        raise ConfigError("systemPoolMaxNodes", f"an AKS agent pool holds at most {MAX_POOL_NODES} nodes, "
+                                                f"got {max_nodes}")
     options = AzureClusterOptions(
         resource_group_name=group,
         cluster_name=cluster,
@@ -248,6 +253,9 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AzureP
     if explicit is not None and not AGENT_POOL_NAME.match(explicit):
         raise ConfigError(join(path, "agentPoolName"), f"'{explicit}' is not an AKS agent pool name (lower-case "
                                                        "letters and digits, starting with a letter, at most 12)")
+    if pool.max_nodes > MAX_POOL_NODES:
+        raise ConfigError(join(path, "maxNodes"), f"an AKS agent pool holds at most {MAX_POOL_NODES} nodes, "
+                                                  f"got {pool.max_nodes}")
     price = _spot_max_price(raw, path)
     eviction = read_enum(raw, "spotEvictionPolicy", path, EVICTION_POLICIES, None)
     if not pool.spot:
