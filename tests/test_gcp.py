@@ -19,9 +19,12 @@ K8S_NETWORK = "kubernetes:networking.gke.io/v1:Network"
 GPU_TAINT = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
 
 
-def build(pools, **top):
+def build(pools, project="gpu-dev-1", **top):
     """Run `cluster_from_config` for a GKE stack; returns (recording, handle, resolved kubeconfig)."""
-    config = parse_config({"cloud": "gcp", "region": REGION, "project": "gpu-dev-1", "nodePools": pools, **top}, "dev")
+    raw = {"cloud": "gcp", "region": REGION, "nodePools": pools, **top}
+    if project:
+        raw["project"] = project
+    config = parse_config(raw, "dev")
     captured: dict = {}
 
     def program():
@@ -283,3 +286,11 @@ def test_every_resource_is_inside_a_component(l4_time_shared):
     recording, _, _ = l4_time_shared
     components = {r.urn for r in recording if r.type.startswith("gpuplatform:index:")}
     assert all(r.parent in components for r in recording if r.custom)
+
+
+def test_project_defaults_to_the_providers():
+    recording, handle, _ = build([{"name": "infer", "instanceType": "g2-standard-8"}], project=None)
+    cluster = recording.one(CLUSTER).inputs
+    assert (cluster["project"], cluster["workloadIdentityConfig"]) == (
+        "mock-project", {"workloadPool": "mock-project.svc.id.goog"})
+    assert node_pool(recording, "infer").inputs["project"] == "mock-project"

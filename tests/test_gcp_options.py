@@ -66,7 +66,7 @@ ERRORS = [
      "dev: zone: zone 'us-east1-b' is not in region 'us-central1'"),
     ("GPUDirect with the GPU Operator's driver", gcp(a3(), gpuSoftware="operator"),
      "dev: nodePools[0].rdma: GPUDirect on GKE needs GKE's driver (its NCCL plugin installers use "
-     "/home/kubernetes/bin/nvidia); use gpuSoftware 'cloud-managed' or 'device-plugin'"),
+     "/home/kubernetes/bin/nvidia); use gpuSoftware 'cloud-managed'"),
     ("COS with the GPU Operator's driver", gcp(l4(imageType="COS_CONTAINERD"), gpuSoftware="operator"),
      "dev: nodePools[0].imageType: the GPU Operator's driver needs UBUNTU_CONTAINERD nodes; use gpuSoftware "
      "'cloud-managed' for COS"),
@@ -95,6 +95,10 @@ ERRORS = [
      "dev: nodePools[0].reservationAffinity: named reservations need SPECIFIC_RESERVATION, not ANY_RESERVATION"),
     ("Spot consuming a reservation", gcp(l4(spot=True, reservations=["r1"])),
      "dev: nodePools[0].reservationAffinity: Spot VMs cannot consume reservations; use NO_RESERVATION or spot: false"),
+    ("pool named like the system pool", gcp(l4(name="system")),
+     "dev: nodePools[0].name: 'system' is the GKE layer's own CPU pool; choose another name"),
+    ("pool name too long for GKE", gcp(l4(name="inference-" + "l" * 31)),
+     "dev: nodePools[0].name: GKE node pool names have at most 40 characters, 'inference-" + "l" * 31 + "' has 41"),
     ("unknown pool key", gcp(l4(diskSize=100)),
      "dev: nodePools[0].diskSize: unknown key; did you mean 'diskSizeGb'?"),
     ("unknown system pool key", gcp(l4(), systemPool={"machine": "e2-standard-4"}),

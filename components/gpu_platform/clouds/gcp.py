@@ -300,7 +300,7 @@ class GkeCluster(pulumi.ComponentResource):
         system_min = _get(args, "system_min_nodes", 1)
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
-            name="system",
+            name=gcp_options.SYSTEM_POOL_NAME,
             project=self.project,
             cluster=self.cluster.id,
             location=location,
@@ -407,7 +407,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         networks = list(_get(args, "additional_networks", []))
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
-            name=gcp_pools.resource_name(pool.name),
+            name=pool.name,  # a DNS label of at most 40 characters (checked in gcp_options)
             project=args.get("project"),
             cluster=args["cluster"],
             location=args["location"],

@@ -45,6 +45,8 @@ DEFAULT_DRIVER_VERSION = "DEFAULT"
 DRIVER_DISABLED = "INSTALLATION_DISABLED"
 IMAGE_TYPES = ("COS_CONTAINERD", "UBUNTU_CONTAINERD")
 RESERVATION_AFFINITIES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION", "ANY_RESERVATION_THEN_FAIL")
+SYSTEM_POOL_NAME = "system"
+NODE_POOL_NAME_MAX = 40
 # GKE spreads a regional cluster's nodes over three zones unless node locations are given.
 REGIONAL_DEFAULT_ZONES = 3
 
@@ -288,6 +290,12 @@ def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
     for i, pool in enumerate(config.node_pools):
         path = join("nodePools", i)
         options: GcpPoolOptions = pool.cloud_options or GcpPoolOptions()
+        if pool.name == SYSTEM_POOL_NAME:
+            raise ConfigError(join(path, "name"), f"'{SYSTEM_POOL_NAME}' is the GKE layer's own CPU pool; "
+                                                  "choose another name")
+        if len(pool.name) > NODE_POOL_NAME_MAX:
+            raise ConfigError(join(path, "name"), f"GKE node pool names have at most {NODE_POOL_NAME_MAX} "
+                                                  f"characters, '{pool.name}' has {len(pool.name)}")
         for j, zone in enumerate(pool.zones):
             _check_zone(zone, config.region, join(join(path, "zones"), j))
         if config.gpu_software == "operator":
@@ -300,7 +308,7 @@ def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
             if pool.rdma:
                 raise ConfigError(join(path, "rdma"), "GPUDirect on GKE needs GKE's driver (its NCCL plugin "
                                                       "installers use /home/kubernetes/bin/nvidia); use gpuSoftware "
-                                                      "'cloud-managed' or 'device-plugin'")
+                                                      "'cloud-managed'")
         zones = pool_zones(pool, cluster)
         if compact_placement(pool) and len(zones) != 1:
             raise ConfigError(join(path, "zones"), "compact placement needs exactly one zone, got "
