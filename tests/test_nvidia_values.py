@@ -1,0 +1,181 @@
+"""Helm values of the NVIDIA stack per cloud and mode, asserted exactly."""
+
+import pytest
+
+from gpu_platform.kube import nvidia_values as nv
+from gpu_platform.labels import AKS_SPOT_TAINT, Taint
+from gpu_platform.pools import GpuPool, Sharing
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+DEDICATED = Taint("dedicated", "ml")
+DEDICATED_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+SPOT_TOLERATION = {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot",
+                   "effect": "NoSchedule"}
+
+
+def pool(name, cloud="aws", mode="exclusive", replicas=1, profile=None, taints=(), extra=(), max_nodes=3):
+    return GpuPool(name, cloud, "x", "a100-80gb", 8, 80, 0, max_nodes, sharing=Sharing(mode, replicas, profile),
+                   user_taints=taints, extra_taints=extra)
+
+
+def test_eks_operator_keeps_the_amis_driver_and_toolkit_and_wires_sharing():
+    pools = [pool("shared", mode="time-slicing", replicas=4), pool("train", taints=(DEDICATED,))]
+    values = nv.gpu_operator_values("aws", pools, monitoring=True,
+                                    service_monitor_labels={"release": "kube-prometheus-stack"},
+                                    sharing_checksum="c0ffee")
+    assert values == {
+        "nfd": {"enabled": True},
+        "node-feature-discovery": {"worker": {"tolerations": [DEDICATED_TOLERATION, GPU_TOLERATION]}},
+        "daemonsets": {"tolerations": [DEDICATED_TOLERATION, GPU_TOLERATION],
+                       "annotations": {"checksum/config": "c0ffee"}},
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
+        "devicePlugin": {"enabled": True, "config": {"name": "gpu-sharing-config", "default": "exclusive.default"}},
+        "gfd": {"enabled": True},
+        "mig": {"strategy": "single"},
+        "migManager": {"enabled": True},
+        "dcgmExporter": {"enabled": True, "serviceMonitor": {
+            "enabled": True, "honorLabels": True, "additionalLabels": {"release": "kube-prometheus-stack"}}},
+    }
+
+
+def test_aks_operator_installs_driver_and_toolkit_on_pools_created_without_aks_driver():
+    values = nv.gpu_operator_values("azure", [pool("a", "azure", extra=(AKS_SPOT_TAINT,))], monitoring=False)
+    assert values["driver"] == {"enabled": True}
+    assert values["toolkit"] == {"enabled": True}
+    assert "operator" not in values
+    # AKS spot pools carry AKS's own taint: every operand tolerates it.
+    assert values["daemonsets"] == {"tolerations": [SPOT_TOLERATION, GPU_TOLERATION]}
+    assert values["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
+    assert "config" not in values["devicePlugin"]
+
+
+def test_aks_preset_with_the_default_image_driver_uses_its_runtime_class():
+    values = nv.gpu_operator_values("azure", [pool("a", "azure")], monitoring=False, driver_preinstalled=True)
+    assert (values["driver"], values["toolkit"], values["operator"]) == (
+        {"enabled": False}, {"enabled": False}, {"runtimeClass": "nvidia-container-runtime"})
+
+
+def test_gke_operator_uses_gke_paths_cdi_and_reboots_for_mig():
+    values = nv.gpu_operator_values("gcp", [pool("l4", "gcp")], monitoring=False)
+    assert values["driver"] == {"enabled": False}
+    assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
+    assert values["toolkit"] == {"enabled": True, "installDir": "/home/kubernetes/bin/nvidia",
+                                 "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]}
+    assert values["cdi"] == {"enabled": True}
+    assert values["migManager"] == {"enabled": True, "env": [{"name": "WITH_REBOOT", "value": "true"}]}
+    preset = nv.host_preset("gcp")
+    assert preset.critical_pod_quota
+    assert preset.driver_installer_manifest.startswith(
+        "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/f2cf4197a5c3f0f2")
+
+
+@pytest.mark.parametrize("cloud,driver,toolkit", [
+    ("existing", True, True), ("oci", False, True), ("aws", False, False), ("azure", True, True)])
+def test_driver_and_toolkit_per_cloud(cloud, driver, toolkit):
+    values = nv.gpu_operator_values(cloud, [pool("p", cloud)], monitoring=False)
+    assert (values["driver"]["enabled"], values["toolkit"]["enabled"]) == (driver, toolkit)
+    assert "hostPaths" not in values and "cdi" not in values
+
+
+def test_existing_cluster_hosts_with_a_driver_keep_it():
+    values = nv.gpu_operator_values("existing", [pool("p", "existing")], monitoring=False, driver_preinstalled=True)
+    assert (values["driver"], values["toolkit"]) == ({"enabled": False}, {"enabled": True})
+
+
+def test_mixed_mig_strategy_is_passed_through():
+    values = nv.gpu_operator_values("existing", [pool("m", "existing", "mig", 1, "3g.40gb")], monitoring=False,
+                                    mig_strategy="mixed")
+    assert values["mig"] == {"strategy": "mixed"}
+
+
+def test_device_plugin_chart_with_gfd_sharing_checksum_and_gpu_node_affinity():
+    pools = [pool("shared", mode="mps", replicas=2), pool("train", taints=(DEDICATED,))]
+    assert nv.device_plugin_values(pools, sharing_checksum="c0ffee") == {
+        "gfd": {"enabled": True},
+        "nfd": {"worker": {"tolerations": [DEDICATED_TOLERATION, GPU_TOLERATION]}},
+        "tolerations": [DEDICATED_TOLERATION, GPU_TOLERATION],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [
+                {"key": "gpu-platform.io/pool", "operator": "Exists"},
+                {"key": "nvidia.com/gpu.deploy.device-plugin", "operator": "NotIn", "values": ["false"]},
+            ]}]}}},
+        "migStrategy": "none",
+        "config": {"name": "gpu-sharing-config", "default": "exclusive.default"},
+        "podAnnotations": {"checksum/config": "c0ffee"},
+    }
+
+
+def test_device_plugin_chart_exposes_mig_slices_when_a_pool_uses_mig():
+    values = nv.device_plugin_values([pool("m", "azure", "mig", 1, "3g.40gb")])
+    assert values["migStrategy"] == "single"
+    assert "config" not in values and "podAnnotations" not in values
+
+
+def test_dcgm_exporter_chart_runs_on_gpu_nodes_with_service_monitor_only_when_monitoring():
+    pools = [pool("a", taints=(DEDICATED,))]
+    on = nv.dcgm_exporter_values(pools, monitoring=True, service_monitor_labels={"release": "kps"})
+    assert on == {
+        "tolerations": [DEDICATED_TOLERATION, GPU_TOLERATION],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "gpu-platform.io/pool", "operator": "Exists"}]}]}}},
+        "serviceMonitor": {"enabled": True, "honorLabels": True, "additionalLabels": {"release": "kps"}},
+    }
+    # The chart's ServiceMonitor defaults to on without checking for the CRD: off explicitly without Prometheus.
+    assert nv.dcgm_exporter_values(pools, monitoring=False)["serviceMonitor"] == {"enabled": False}
+
+
+def test_hami_only_on_hami_pools_with_opt_in_webhook():
+    pools = [pool("hami-a", mode="hami", replicas=10, taints=(DEDICATED,)), pool("whole")]
+    assert nv.hami_values("aws", pools, "device-plugin") == {
+        "scheduler": {
+            "kubeScheduler": {"image": {"registry": "registry.k8s.io", "repository": "kube-scheduler"}},
+            "admissionWebhook": {"objectSelector": {"matchExpressions": [
+                {"key": "gpu-platform.io/gpu-sharing", "operator": "In", "values": ["hami"]}]}},
+        },
+        "devicePlugin": {
+            "nvidiaNodeSelector": {"gpu-platform.io/gpu-sharing": "hami"},
+            "tolerations": [DEDICATED_TOLERATION, GPU_TOLERATION],
+            "deviceSplitCount": 10,
+        },
+    }
+    assert nv.hami_values("aws", [pool("whole")], "device-plugin") == {}
+
+
+def test_hami_with_the_operators_toolkit_uses_the_nvidia_runtime_class():
+    values = nv.hami_values("existing", [pool("h", "existing", "hami", 4)], "operator")
+    assert values["devicePlugin"]["runtimeClassName"] == "nvidia"
+    assert values["devicePlugin"]["gpuOperatorToolkitReady"] == {"enabled": True}
+    # EKS: the AMI's toolkit makes nvidia the default runtime; nothing to add.
+    assert "runtimeClassName" not in nv.hami_values("aws", [pool("h", mode="hami", replicas=4)], "operator")[
+        "devicePlugin"]
+
+
+def test_hami_pool_nodes_keep_nvidias_plugin_off_and_carry_hamis_label():
+    labels = pool("h", mode="hami", replicas=4).labels
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert labels["gpu"] == "on"
+    assert labels["gpu-platform.io/gpu-sharing"] == "hami"
+    assert "nvidia.com/device-plugin.config" not in labels
+    assert pool("h", mode="hami", replicas=4).schedulable_gpus_per_node == 32
+
+
+def test_gke_quota_admits_critical_pods_and_grows_with_the_pools():
+    quota = nv.gke_critical_pod_quota("gpu-operator", [pool("a", "gcp", max_nodes=4)])
+    assert quota == {
+        "metadata": {"name": "gpu-operator-quota", "namespace": "gpu-operator",
+                     "labels": {"app.kubernetes.io/managed-by": "gpu-platform"}},
+        "spec": {"hard": {"pods": "100"}, "scopeSelector": {"matchExpressions": [
+            {"operator": "In", "scopeName": "PriorityClass",
+             "values": ["system-node-critical", "system-cluster-critical"]}]}},
+    }
+    assert nv.gke_quota_pods([pool("a", "gcp", max_nodes=10), pool("b", "gcp", max_nodes=5)]) == 180
+
+
+def test_namespace_is_pod_security_privileged():
+    assert nv.namespace_body("gpu-operator") == {"metadata": {"name": "gpu-operator", "labels": {
+        "app.kubernetes.io/managed-by": "gpu-platform", "pod-security.kubernetes.io/enforce": "privileged"}}}
+
+
+def test_one_nfd_per_cluster():
+    assert nv.runs_nfd("operator") and nv.runs_nfd("device-plugin") and not nv.runs_nfd("cloud-managed")
