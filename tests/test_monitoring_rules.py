@@ -190,37 +190,16 @@ def test_runbook_base_url_is_configurable():
     assert "https://git.example.com/platform/docs/runbooks.md#gpuxiderror" in urls
 
 
-_CLAUSE = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
-_IDENTIFIER = re.compile(r"(?<![\w:.])[A-Za-z_:][\w:]*")
-_KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left",
-             "group_right", "inf", "nan"}
-
-
-def selected_metrics(expr: str) -> set[str]:
-    """Metric names a PromQL expression selects (strings, matchers, ranges, label lists and calls removed)."""
-    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    text = re.sub(r"\{[^}]*\}", "", text)
-    text = re.sub(r"\[[^\]]*\]", "", text)
-    text = _CLAUSE.sub(" ", text)
-    names = set()
-    for match in _IDENTIFIER.finditer(text):
-        rest = text[match.end():].lstrip()
-        if rest.startswith("(") or match.group(0).lower() in _KEYWORDS:
-            continue
-        names.add(match.group(0))
-    return names
-
-
 def test_selected_metrics_reads_promql():
     expr = ('sum by (namespace, pod) (rate(foo_total{a="x(y)"}[5m] offset 10m)) / on (pod) group_left (team) '
             'bar:info unless histogram_quantile(0.9, sum by (le) (baz_bucket)) > bool 5')
-    assert selected_metrics(expr) == {"foo_total", "bar:info", "baz_bucket"}
+    assert metric_names.selected_metrics(expr) == {"foo_total", "bar:info", "baz_bucket"}
 
 
 def test_rules_only_read_metrics_that_exist():
     rule_set = default_rule_set()
     recorded = {r.record for g in rule_set.recording for r in g.rules}
-    used = set().union(*(selected_metrics(r.expr) for g in rule_set.all_groups for r in g.rules))
+    used = set().union(*(metric_names.selected_metrics(r.expr) for g in rule_set.all_groups for r in g.rules))
     assert used - recorded <= metric_names.UPSTREAM_METRICS, used - recorded - metric_names.UPSTREAM_METRICS
     # The DCGM fields the issue names are all read.
     assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP",

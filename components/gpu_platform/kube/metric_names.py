@@ -14,6 +14,8 @@ expression selects is either listed here or recorded by our own rules. Sources (
 - The reference inference app (issue 10): the names its ``/metrics`` endpoint serves.
 """
 
+import re
+
 # DCGM exporter (default counters).
 DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 """GPU utilisation, percent (0-100)."""
@@ -71,3 +73,27 @@ UPSTREAM_METRICS: frozenset[str] = frozenset({
     *histogram_series(INFERENCE_REQUEST_DURATION), *histogram_series(INFERENCE_BATCH_SIZE),
 })
 """Every metric an exporter the platform deploys (or the reference app) really serves and our queries read."""
+
+
+_CLAUSE = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_IDENTIFIER = re.compile(r"(?<![\w:.])[A-Za-z_:][\w:]*")
+_KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left",
+             "group_right", "inf", "nan"}
+
+
+def selected_metrics(expr: str) -> set[str]:
+    """Metric names a PromQL expression selects: strings, matchers, ranges, label lists and calls are removed.
+
+    A lexical reading, enough for the expressions the platform writes (tests check each against the catalog).
+    """
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    text = re.sub(r"\{[^}]*\}", "", text)
+    text = re.sub(r"\[[^\]]*\]", "", text)
+    text = _CLAUSE.sub(" ", text)
+    names = set()
+    for match in _IDENTIFIER.finditer(text):
+        rest = text[match.end():].lstrip()
+        if rest.startswith("(") or match.group(0).lower() in _KEYWORDS:
+            continue
+        names.add(match.group(0))
+    return names
