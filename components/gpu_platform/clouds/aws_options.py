@@ -56,7 +56,7 @@ _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
 _IAM_PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
-_REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+_REGION = re.compile(r"^[a-z]{2,4}(-[a-z]+){1,3}-\d+$")
 
 
 @dataclass(frozen=True)
