@@ -264,12 +264,16 @@ def test_standalone_node_pool_from_a_spec_adds_the_spot_taint():
 def test_standalone_cluster_needs_only_a_location():
     def program():
         AksCluster("solo", {"location": "eastus"})
+        AksCluster("big", {"location": "eastus", "system_pool_min_nodes": 5})
 
     rec = run_program(program)
     assert rec.of_type(AGENT_POOL) == [] and rec.of_type(FEATURE) == []
-    inputs = rec.one(MANAGED_CLUSTER).inputs
+    inputs = rec.one(MANAGED_CLUSTER, "solo-aks").inputs
     assert "kubernetesVersion" not in inputs and inputs["location"] == "eastus"
-    assert inputs["agentPoolProfiles"][0]["osSKU"] == "Ubuntu"
+    system = inputs["agentPoolProfiles"][0]
+    assert (system["osSKU"], system["minCount"], system["maxCount"]) == ("Ubuntu", 2, 3)
+    big = rec.one(MANAGED_CLUSTER, "big-aks").inputs["agentPoolProfiles"][0]
+    assert (big["count"], big["minCount"], big["maxCount"]) == (5, 5, 5)
 
 
 def test_azure_dev_reference_stack_plans():

@@ -163,7 +163,7 @@ class AksClusterArgs(TypedDict, total=False):
     system_pool_min_nodes: int
     """System pool autoscaler minimum. Default 2."""
     system_pool_max_nodes: int
-    """System pool autoscaler maximum. Default 3."""
+    """System pool autoscaler maximum. Default 3 (or the minimum when that is larger)."""
     sku_tier: str
     """``Free``, ``Standard`` (default; uptime SLA) or ``Premium``."""
     gpu_pools: list[AksGpuNodePoolArgs]
@@ -236,10 +236,10 @@ class AksCluster(pulumi.ComponentResource):
             opts=child_opts(self, opts))
 
         os_sku = args.get("os_sku", defaults.os_sku)
+        system_min = args.get("system_pool_min_nodes", defaults.system_pool_min_nodes)
         system_pool = system_pool_profile(
-            args.get("system_pool_vm_size", defaults.system_pool_vm_size),
-            args.get("system_pool_min_nodes", defaults.system_pool_min_nodes),
-            args.get("system_pool_max_nodes", defaults.system_pool_max_nodes), os_sku)
+            args.get("system_pool_vm_size", defaults.system_pool_vm_size), system_min,
+            args.get("system_pool_max_nodes", max(system_min, defaults.system_pool_max_nodes)), os_sku)
         system_pool["vnet_subnet_id"] = subnet_id
         if version:
             system_pool["orchestrator_version"] = version
