@@ -176,96 +176,21 @@ class GkeCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:GkeCluster", name, {}, opts)
+        self._opts = opts
         region = args["region"]
         zone = args.get("zone")
-        location = zone or region
-        self.location = location
+        self.location = zone or region
         self.project: pulumi.Output[str] = pulumi.Output.from_input(args["project"]) if args.get("project") else (
             gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project)
         cluster_name = _get(args, "cluster_name", gcp_pools.resource_name(name))
         prefix = gcp_pools.resource_name(cluster_name, 30)
         gpu_networks = list(_get(args, "gpu_networks", []))
-        private = _get(args, "private_nodes", True)
-
-        def opts_(*depends_on: Any, **extra: Any) -> pulumi.ResourceOptions:
-            return child_opts(self, opts, list(depends_on), **extra)
-
-        # Network: a new VPC-native subnetwork with Pod/Service secondary ranges, or the given one.
-        self.network: Optional[gcp.compute.Network] = None
-        self.subnetwork: Optional[gcp.compute.Subnetwork] = None
-        self.router: Optional[gcp.compute.Router] = None
-        self.nat: Optional[gcp.compute.RouterNat] = None
         pods_range = _get(args, "pods_range_name", "pods")
         services_range = _get(args, "services_range_name", "services")
-        if args.get("network"):
-            network_ref: pulumi.Input[str] = args["network"]
-            subnetwork_ref: pulumi.Input[str] = args["subnetwork"]
-        else:
-            self.network = gcp.compute.Network(
-                f"{name}-vpc", name=f"{prefix}-vpc", project=self.project, auto_create_subnetworks=False,
-                routing_mode="REGIONAL", opts=opts_())
-            self.subnetwork = gcp.compute.Subnetwork(
-                f"{name}-subnet", name=f"{prefix}-nodes", project=self.project, region=region,
-                network=self.network.id, ip_cidr_range=_get(args, "node_cidr", "10.0.0.0/20"),
-                private_ip_google_access=True,
-                secondary_ip_ranges=[
-                    {"range_name": pods_range, "ip_cidr_range": _get(args, "pod_cidr", "10.4.0.0/14")},
-                    {"range_name": services_range, "ip_cidr_range": _get(args, "service_cidr", "10.8.0.0/20")},
-                ],
-                opts=opts_())
-            network_ref, subnetwork_ref = self.network.self_link, self.subnetwork.self_link
-            if private:
-                # Private nodes have no external IPs: Cloud NAT lets them pull images and reach Google APIs.
-                self.router = gcp.compute.Router(
-                    f"{name}-router", name=f"{prefix}-router", project=self.project, region=region,
-                    network=self.network.id, opts=opts_())
-                self.nat = gcp.compute.RouterNat(
-                    f"{name}-nat", name=f"{prefix}-nat", project=self.project, region=region,
-                    router=self.router.name, nat_ip_allocate_option="AUTO_ONLY",
-                    source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES", opts=opts_())
 
-        # Node identity: a dedicated least-privilege service account unless one is given.
-        self.service_account: Optional[gcp.serviceaccount.Account] = None
-        self.service_account_roles: list[gcp.projects.IAMMember] = []
-        if args.get("node_service_account"):
-            self.node_service_account: pulumi.Output[str] = pulumi.Output.from_input(args["node_service_account"])
-        else:
-            self.service_account = gcp.serviceaccount.Account(
-                f"{name}-nodes", account_id=gcp_pools.resource_name(f"{prefix}-nodes", 30), project=self.project,
-                display_name=f"GKE nodes of {cluster_name}", opts=opts_())
-            self.node_service_account = self.service_account.email
-            member = self.service_account.email.apply(lambda email: f"serviceAccount:{email}")
-            self.service_account_roles = [
-                gcp.projects.IAMMember(f"{name}-nodes-{role.split('/')[-1].replace('.', '-')}", project=self.project,
-                                       role=role, member=member, opts=opts_())
-                for role in gcp_pools.NODE_SERVICE_ACCOUNT_ROLES
-            ]
-
-        # GPUDirect NIC VPCs: one subnet per GPU NIC network; gVNIC VPCs allow traffic among GPU subnets.
-        self.gpu_networks: dict[str, gcp.compute.Network] = {}
-        self.gpu_subnetworks: dict[str, gcp.compute.Subnetwork] = {}
-        self.gpu_firewalls: list[gcp.compute.Firewall] = []
-        gpu_cidr = _get(args, "gpu_network_cidr", "192.168.0.0/16")
-        for vpc in gpu_networks:
-            roce_zone = vpc.get("roce_zone") or ""
-            network = gcp.compute.Network(
-                f"{name}-{vpc['key']}-net", name=f"{prefix}-{vpc['key']}-net", project=self.project,
-                auto_create_subnetworks=False, mtu=vpc["mtu"], routing_mode="REGIONAL",
-                network_profile=self.project.apply(lambda p, z=roce_zone: gcp_networks.roce_network_profile(p, z))
-                if roce_zone else None,
-                opts=opts_())
-            self.gpu_networks[vpc["key"]] = network
-            for subnet in vpc["subnets"]:
-                self.gpu_subnetworks[subnet["name"]] = gcp.compute.Subnetwork(
-                    f"{name}-{subnet['name']}-sub", name=f"{prefix}-{subnet['name']}-sub", project=self.project,
-                    region=region, network=network.id, ip_cidr_range=subnet["cidr"], opts=opts_())
-            if not roce_zone:
-                self.gpu_firewalls.append(gcp.compute.Firewall(
-                    f"{name}-{vpc['key']}-internal", name=f"{prefix}-{vpc['key']}-internal", project=self.project,
-                    network=network.id, direction="INGRESS", source_ranges=[gpu_cidr],
-                    allows=[{"protocol": "tcp", "ports": ["0-65535"]}, {"protocol": "udp", "ports": ["0-65535"]},
-                            {"protocol": "icmp"}],
-                    opts=opts_()))
+        network_ref, subnetwork_ref = self._node_network(name, prefix, region, args, pods_range, services_range)
+        self._node_identity(name, prefix, cluster_name, args)
+        self._gpu_vpcs(name, prefix, region, gpu_networks, _get(args, "gpu_network_cidr", "192.168.0.0/16"))
 
         managed_dcgm = _get(args, "managed_dcgm", False)
         multi_networking = _get(args, "multi_networking", bool(gpu_networks))
@@ -273,7 +198,7 @@ class GkeCluster(pulumi.ComponentResource):
             f"{name}-cluster",
             name=cluster_name,
             project=self.project,
-            location=location,
+            location=self.location,
             network=network_ref,
             subnetwork=subnetwork_ref,
             networking_mode="VPC_NATIVE",
@@ -286,7 +211,7 @@ class GkeCluster(pulumi.ComponentResource):
             min_master_version=args.get("kubernetes_version"),
             workload_identity_config={"workload_pool": self.project.apply(lambda p: f"{p}.svc.id.goog")},
             private_cluster_config={"enable_private_nodes": True, "enable_private_endpoint": False}
-            if private else None,
+            if _get(args, "private_nodes", True) else None,
             monitoring_config={"enable_components": ["SYSTEM_COMPONENTS", "DCGM"],
                                "managed_prometheus": {"enabled": True}} if managed_dcgm else None,
             # The default pool is replaced by the system pool below; it still boots once, with our identity.
@@ -294,7 +219,7 @@ class GkeCluster(pulumi.ComponentResource):
             initial_node_count=1,
             node_config={"service_account": self.node_service_account, "oauth_scopes": gcp_pools.OAUTH_SCOPES},
             deletion_protection=_get(args, "deletion_protection", True),
-            opts=opts_(*self.service_account_roles, *([self.nat] if self.nat else [])),
+            opts=self._child(*self.service_account_roles, *([self.nat] if self.nat else [])),
         )
         system_zones = 1 if zone else gcp_options.REGIONAL_DEFAULT_ZONES
         system_min = _get(args, "system_min_nodes", 1)
@@ -303,7 +228,7 @@ class GkeCluster(pulumi.ComponentResource):
             name=gcp_options.SYSTEM_POOL_NAME,
             project=self.project,
             cluster=self.cluster.id,
-            location=location,
+            location=self.location,
             initial_node_count=max(1, -(-system_min // system_zones)),
             autoscaling={"total_min_node_count": system_min,
                          "total_max_node_count": _get(args, "system_max_nodes", 3)},
@@ -317,7 +242,7 @@ class GkeCluster(pulumi.ComponentResource):
                 "workload_metadata_config": {"mode": "GKE_METADATA"},
                 "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
             },
-            opts=opts_(),
+            opts=self._child(),
         )
 
         self.cluster_name = self.cluster.name
@@ -326,40 +251,117 @@ class GkeCluster(pulumi.ComponentResource):
             self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate,
         ).apply(lambda a: gcp_pools.kubeconfig(a[0], a[1], a[2])))
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
-                                     opts=opts_())
-
-        # In-cluster objects that let pods attach the GPU NICs (CRDs installed by GKE with multi-networking).
-        self.network_objects: list[k8s.apiextensions.CustomResource] = []
-        k8s_opts = {"provider": self.provider}
-        for vpc in gpu_networks:
-            for subnet in vpc["subnets"]:
-                params = k8s.apiextensions.CustomResource(
-                    f"{name}-{subnet['name']}-params",
-                    api_version=gcp_networks.API_VERSION,
-                    kind="GKENetworkParamSet",
-                    metadata=metadata(subnet["name"]),
-                    spec=gcp_networks.network_param_set(
-                        gcp_networks.GpuSubnet(subnet["name"], subnet["cidr"], subnet["device_mode"]),
-                        self.gpu_networks[vpc["key"]].name, self.gpu_subnetworks[subnet["name"]].name),
-                    opts=opts_(self.cluster, **k8s_opts),
-                )
-                network_object = k8s.apiextensions.CustomResource(
-                    f"{name}-{subnet['name']}-network",
-                    api_version=gcp_networks.API_VERSION,
-                    kind="Network",
-                    metadata=metadata(subnet["name"]),
-                    spec=gcp_networks.network_spec(
-                        gcp_networks.GpuSubnet(subnet["name"], subnet["cidr"], subnet["device_mode"])),
-                    opts=opts_(params, **k8s_opts),
-                )
-                self.network_objects += [params, network_object]
-
+                                     opts=self._child())
+        self._network_objects(name, gpu_networks)
         self.register_outputs({
             "cluster_name": self.cluster_name,
             "endpoint": self.endpoint,
             "kubeconfig": self.kubeconfig,
-            "location": location,
+            "location": self.location,
         })
+
+    def _child(self, *depends_on: Any, **extra: Any) -> pulumi.ResourceOptions:
+        return child_opts(self, self._opts, list(depends_on), **extra)
+
+    def _node_network(self, name: str, prefix: str, region: str, args: GkeClusterArgs, pods_range: str,
+                      services_range: str) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+        """The given network, or a new VPC-native subnetwork with Pod/Service ranges (+ Cloud NAT for private
+        nodes, which have no external IPs but must pull images)."""
+        self.network: Optional[gcp.compute.Network] = None
+        self.subnetwork: Optional[gcp.compute.Subnetwork] = None
+        self.router: Optional[gcp.compute.Router] = None
+        self.nat: Optional[gcp.compute.RouterNat] = None
+        if args.get("network"):
+            return args["network"], args["subnetwork"]
+        self.network = gcp.compute.Network(
+            f"{name}-vpc", name=f"{prefix}-vpc", project=self.project, auto_create_subnetworks=False,
+            routing_mode="REGIONAL", opts=self._child())
+        self.subnetwork = gcp.compute.Subnetwork(
+            f"{name}-subnet", name=f"{prefix}-nodes", project=self.project, region=region,
+            network=self.network.id, ip_cidr_range=_get(args, "node_cidr", "10.0.0.0/20"),
+            private_ip_google_access=True,
+            secondary_ip_ranges=[
+                {"range_name": pods_range, "ip_cidr_range": _get(args, "pod_cidr", "10.4.0.0/14")},
+                {"range_name": services_range, "ip_cidr_range": _get(args, "service_cidr", "10.8.0.0/20")},
+            ],
+            opts=self._child())
+        if _get(args, "private_nodes", True):
+            self.router = gcp.compute.Router(
+                f"{name}-router", name=f"{prefix}-router", project=self.project, region=region,
+                network=self.network.id, opts=self._child())
+            self.nat = gcp.compute.RouterNat(
+                f"{name}-nat", name=f"{prefix}-nat", project=self.project, region=region,
+                router=self.router.name, nat_ip_allocate_option="AUTO_ONLY",
+                source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES", opts=self._child())
+        return self.network.self_link, self.subnetwork.self_link
+
+    def _node_identity(self, name: str, prefix: str, cluster_name: str, args: GkeClusterArgs) -> None:
+        """The nodes' service account: the given one, or a new one with GKE's least-privilege node roles."""
+        self.service_account: Optional[gcp.serviceaccount.Account] = None
+        self.service_account_roles: list[gcp.projects.IAMMember] = []
+        if args.get("node_service_account"):
+            self.node_service_account: pulumi.Output[str] = pulumi.Output.from_input(args["node_service_account"])
+            return
+        self.service_account = gcp.serviceaccount.Account(
+            f"{name}-nodes", account_id=gcp_pools.resource_name(f"{prefix}-nodes", 30), project=self.project,
+            display_name=f"GKE nodes of {cluster_name}", opts=self._child())
+        self.node_service_account = self.service_account.email
+        member = self.service_account.email.apply(lambda email: f"serviceAccount:{email}")
+        self.service_account_roles = [
+            gcp.projects.IAMMember(f"{name}-nodes-{role.split('/')[-1].replace('.', '-')}", project=self.project,
+                                   role=role, member=member, opts=self._child())
+            for role in gcp_pools.NODE_SERVICE_ACCOUNT_ROLES
+        ]
+
+    def _gpu_vpcs(self, name: str, prefix: str, region: str, gpu_networks: list[GpuVpcSpec], gpu_cidr: str) -> None:
+        """GPUDirect NIC VPCs: a subnet per GPU NIC network; gVNIC VPCs allow traffic among the GPU subnets."""
+        self.gpu_networks: dict[str, gcp.compute.Network] = {}
+        self.gpu_subnetworks: dict[str, gcp.compute.Subnetwork] = {}
+        self.gpu_firewalls: list[gcp.compute.Firewall] = []
+        for vpc in gpu_networks:
+            roce_zone = vpc.get("roce_zone") or ""
+            profile = self.project.apply(lambda p, z=roce_zone: gcp_networks.roce_network_profile(p, z))
+            network = gcp.compute.Network(
+                f"{name}-{vpc['key']}-net", name=f"{prefix}-{vpc['key']}-net", project=self.project,
+                auto_create_subnetworks=False, mtu=vpc["mtu"], routing_mode="REGIONAL",
+                network_profile=profile if roce_zone else None, opts=self._child())
+            self.gpu_networks[vpc["key"]] = network
+            for subnet in vpc["subnets"]:
+                self.gpu_subnetworks[subnet["name"]] = gcp.compute.Subnetwork(
+                    f"{name}-{subnet['name']}-sub", name=f"{prefix}-{subnet['name']}-sub", project=self.project,
+                    region=region, network=network.id, ip_cidr_range=subnet["cidr"], opts=self._child())
+            if not roce_zone:
+                self.gpu_firewalls.append(gcp.compute.Firewall(
+                    f"{name}-{vpc['key']}-internal", name=f"{prefix}-{vpc['key']}-internal", project=self.project,
+                    network=network.id, direction="INGRESS", source_ranges=[gpu_cidr],
+                    allows=[{"protocol": "tcp", "ports": ["0-65535"]}, {"protocol": "udp", "ports": ["0-65535"]},
+                            {"protocol": "icmp"}],
+                    opts=self._child()))
+
+    def _network_objects(self, name: str, gpu_networks: list[GpuVpcSpec]) -> None:
+        """A ``GKENetworkParamSet`` + ``Network`` per GPU NIC subnet (CRDs GKE installs with multi-networking)."""
+        self.network_objects: list[k8s.apiextensions.CustomResource] = []
+        for vpc in gpu_networks:
+            for spec in vpc["subnets"]:
+                subnet = gcp_networks.GpuSubnet(spec["name"], spec["cidr"], spec["device_mode"])
+                params = k8s.apiextensions.CustomResource(
+                    f"{name}-{subnet.name}-params",
+                    api_version=gcp_networks.API_VERSION,
+                    kind="GKENetworkParamSet",
+                    metadata=metadata(subnet.name),
+                    spec=gcp_networks.network_param_set(
+                        subnet, self.gpu_networks[vpc["key"]].name, self.gpu_subnetworks[subnet.name].name),
+                    opts=self._child(self.cluster, provider=self.provider),
+                )
+                network_object = k8s.apiextensions.CustomResource(
+                    f"{name}-{subnet.name}-network",
+                    api_version=gcp_networks.API_VERSION,
+                    kind="Network",
+                    metadata=metadata(subnet.name),
+                    spec=gcp_networks.network_spec(subnet),
+                    opts=self._child(params, provider=self.provider),
+                )
+                self.network_objects += [params, network_object]
 
     def attachments(self, subnets: tuple[tuple[str, str], ...]) -> list[AdditionalNodeNetwork]:
         """``additional_networks`` for a pool attaching ``subnets`` = ((VPC key, subnet name), ...)."""
