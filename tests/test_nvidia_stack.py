@@ -88,8 +88,14 @@ def test_operand_daemonsets_tolerate_every_pool_taint():
     assert values["node-feature-discovery"]["worker"]["tolerations"] == expected
 
 
-def test_gke_operator_adds_the_critical_pod_quota_and_googles_driver_installer_before_the_operator():
+def test_gke_operator_adds_the_critical_pod_quota_before_the_operator():
     rec = stack("gcp", "operator", [pool("l4", "gcp")])
+    assert rec.of_type("kubernetes:yaml/v2:ConfigFile") == []
+    assert deps(rec, rec.one(RELEASE, "nv-gpu-operator")) == ["nv-critical-pods", "nv-namespace"]
+
+
+def test_gke_operator_with_googles_driver_installer_applies_it_before_the_operator():
+    rec = stack("gcp", "operator", [pool("l4", "gcp")], driver_preinstalled=True)
     quota = rec.one("kubernetes:core/v1:ResourceQuota", "nv-critical-pods").inputs
     assert quota["metadata"] == {"name": "gpu-operator-quota", "namespace": "gpu-operator",
                                  "labels": {"app.kubernetes.io/managed-by": "gpu-platform"}}

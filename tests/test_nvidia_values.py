@@ -56,26 +56,36 @@ def test_aks_preset_with_the_default_image_driver_uses_its_runtime_class():
         {"enabled": False}, {"enabled": False}, {"runtimeClass": "nvidia-container-runtime"})
 
 
-def test_gke_operator_uses_gke_paths_cdi_and_reboots_for_mig():
+def test_gke_operator_installs_the_driver_on_the_gke_layers_ubuntu_pools():
     values = nv.gpu_operator_values("gcp", [pool("l4", "gcp")], monitoring=False)
+    assert values["driver"] == {"enabled": True}
+    assert values["toolkit"] == {"enabled": True, "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]}
+    assert values["migManager"] == {"enabled": True, "env": [{"name": "WITH_REBOOT", "value": "true"}]}
+    assert "hostPaths" not in values and "cdi" not in values
+    preset = nv.host_preset("gcp")
+    assert preset.critical_pod_quota and preset.driver_installer_manifest is None
+
+
+def test_gke_operator_with_googles_driver_installer_uses_gke_paths_and_cdi():
+    values = nv.gpu_operator_values("gcp", [pool("l4", "gcp")], monitoring=False, driver_preinstalled=True)
     assert values["driver"] == {"enabled": False}
     assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert values["toolkit"] == {"enabled": True, "installDir": "/home/kubernetes/bin/nvidia",
                                  "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]}
     assert values["cdi"] == {"enabled": True}
-    assert values["migManager"] == {"enabled": True, "env": [{"name": "WITH_REBOOT", "value": "true"}]}
-    preset = nv.host_preset("gcp")
+    preset = nv.host_preset("gcp", driver_preinstalled=True)
     assert preset.critical_pod_quota
-    assert preset.driver_installer_manifest.startswith(
-        "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/f2cf4197a5c3f0f2")
+    assert preset.driver_installer_manifest == (
+        "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+        "f2cf4197a5c3f0f20133be15d5fad8b7453beed5/nvidia-driver-installer/cos/daemonset-preloaded.yaml")
 
 
 @pytest.mark.parametrize("cloud,driver,toolkit", [
-    ("existing", True, True), ("oci", False, True), ("aws", False, False), ("azure", True, True)])
+    ("existing", True, True), ("oci", False, True), ("aws", False, False), ("azure", True, True), ("gcp", True, True)])
 def test_driver_and_toolkit_per_cloud(cloud, driver, toolkit):
     values = nv.gpu_operator_values(cloud, [pool("p", cloud)], monitoring=False)
     assert (values["driver"]["enabled"], values["toolkit"]["enabled"]) == (driver, toolkit)
-    assert "hostPaths" not in values and "cdi" not in values
+    assert "hostPaths" not in values and "cdi" not in values and "installDir" not in values["toolkit"]
 
 
 def test_existing_cluster_hosts_with_a_driver_keep_it():

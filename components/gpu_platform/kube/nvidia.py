@@ -40,8 +40,10 @@ class NvidiaGpuStackArgs(TypedDict, total=False):
     """``single`` (MIG slices advertised as ``nvidia.com/gpu``, default) or ``mixed`` (one resource per
     profile, ``nvidia.com/mig-3g.40gb``)."""
     driver_preinstalled: Optional[bool]
-    """GPU Operator only: the node image already has the NVIDIA driver. Default per cloud (EKS, GKE, OKE: yes;
-    AKS: no, because the AKS layer creates operator-mode pools without AKS's driver; existing: no)."""
+    """GPU Operator only: the nodes get the NVIDIA driver from elsewhere. Default per cloud, matching what the
+    cloud layers create: EKS NVIDIA AMIs and OKE GPU images yes; AKS no (operator-mode pools are created without
+    AKS's driver); GKE no (Ubuntu pools; ``True`` selects Google's driver installer, for COS pools); existing
+    clusters no."""
 
 
 class NvidiaGpuStack(pulumi.ComponentResource):

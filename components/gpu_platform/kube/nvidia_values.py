@@ -72,7 +72,8 @@ def host_preset(cloud: str, driver_preinstalled: Optional[bool] = None) -> HostP
 
     ``driver_preinstalled`` overrides the platform's default for clouds where both exist (AKS: the default image
     carries driver and toolkit, but the AKS layer creates operator-mode pools with ``gpuProfile.driver: None``,
-    so by default the operator installs both there; existing clusters: hosts with a driver already).
+    so by default the operator installs both there; GKE: Google's driver installer on COS pools instead of the
+    operator's driver on Ubuntu pools; existing clusters: hosts with a driver already).
     """
     if cloud == "aws":
         # EKS NVIDIA AMIs (AL2023 / Bottlerocket) carry driver and toolkit; the operator has no AL2023 driver
@@ -84,14 +85,20 @@ def host_preset(cloud: str, driver_preinstalled: Optional[bool] = None) -> HostP
             return HostPreset(driver=False, toolkit=False, runtime_class="nvidia-container-runtime")
         return HostPreset(driver=True, toolkit=True)
     if cloud == "gcp":
-        # google-gke.rst, "Using the Google Driver Installer": pools with driver installation disabled and GKE's
-        # device plugin off; Google's installer puts the driver in /home/kubernetes/bin/nvidia. GKE >= 1.33
-        # needs RUNTIME_CONFIG_SOURCE=file for the toolkit; MIG reconfiguration needs a reboot on GKE VMs.
-        return HostPreset(driver=False, toolkit=True, driver_install_dir=GKE_NVIDIA_DIR,
-                          toolkit_install_dir=GKE_NVIDIA_DIR, cdi=True,
-                          toolkit_env=(("RUNTIME_CONFIG_SOURCE", "file"),),
-                          mig_manager_env=(("WITH_REBOOT", "true"),),
-                          critical_pod_quota=True, driver_installer_manifest=GKE_COS_DRIVER_INSTALLER)
+        # google-gke.rst: GKE's own driver install and device plugin off on the pools (the GKE layer sets
+        # gpu_driver_version INSTALLATION_DISABLED and gke-no-default-nvidia-gpu-device-plugin in operator mode);
+        # the critical-pod quota either way; GKE >= 1.33 needs RUNTIME_CONFIG_SOURCE=file for the toolkit, and
+        # MIG reconfiguration a reboot on GKE VMs (WITH_REBOOT).
+        common = dict(toolkit=True, toolkit_env=(("RUNTIME_CONFIG_SOURCE", "file"),),
+                      mig_manager_env=(("WITH_REBOOT", "true"),), critical_pod_quota=True)
+        if driver_preinstalled:
+            # "Using the Google Driver Installer" (COS pools): Google's installer DaemonSet puts the driver in
+            # /home/kubernetes/bin/nvidia, where the toolkit goes too.
+            return HostPreset(driver=False, driver_install_dir=GKE_NVIDIA_DIR, toolkit_install_dir=GKE_NVIDIA_DIR,
+                              cdi=True, driver_installer_manifest=GKE_COS_DRIVER_INSTALLER, **common)
+        # "Using NVIDIA Driver Manager": Ubuntu pools (the GKE layer's default image in operator mode), where the
+        # operator's driver container installs the driver.
+        return HostPreset(driver=True, **common)
     if cloud == "oci":
         # OKE GPU images carry the driver; the toolkit configures OKE's CRI-O (as oracle-quickstart/oci-hpc-oke
         # does with the OKE GPU Operator add-on, toolkit.enabled default true).
