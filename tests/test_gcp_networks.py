@@ -4,12 +4,13 @@ pod annotations, all pure."""
 import ipaddress
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gpu_platform import catalog
 from gpu_platform.clouds import gcp_networks
-from gpu_platform.schemas import validate_manifest
+from gpu_platform.schemas import ManifestError, validate_manifest
 
 ZONE = "us-central1-c"
 
@@ -97,3 +98,10 @@ def test_network_objects_match_the_vendored_crd_schemas():
     assert params["spec"] == {"vpc": "dev-rdma-net", "vpcSubnet": "dev-rdma-0-sub", "deviceMode": "RDMA"}
     assert network["spec"] == {"type": "Device", "parametersRef": {
         "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": "rdma-0"}}
+
+
+def test_vendored_schema_rejects_an_unknown_device_mode():
+    bad = {"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": "rdma-0"},
+           "spec": {"vpc": "v", "vpcSubnet": "s", "deviceMode": "Rdma"}}
+    with pytest.raises(ManifestError, match=r"^GKENetworkParamSet/rdma-0: spec.deviceMode: 'Rdma' is not one of"):
+        validate_manifest(bad, "1.34")
