@@ -229,8 +229,10 @@ def team_usage_dashboard(thresholds: a.AlertThresholds = DEFAULT_THRESHOLDS) -> 
             target(f"({a.POD_GPU_UTILIZATION} {team_pods}) < {thresholds.idle_utilization_percent:g}")],
             description="Pods whose GPUs are under the idle threshold right now."),
         row("Queues"),
+        # Each team's ClusterQueue is named after the team (scheduling layer).
         timeseries("Kueue pending workloads by ClusterQueue", [
-            target(f"sum by (cluster_queue, status) ({m.KUEUE_PENDING_WORKLOADS})", "{{cluster_queue}} {{status}}")],
+            target(f'sum by (cluster_queue, status) ({m.KUEUE_PENDING_WORKLOADS}{{cluster_queue=~"$team"}})',
+                   "{{cluster_queue}} {{status}}")],
             "none", Size(24)),
     ]
     variables = [query_variable("team", "Team", a.NAMESPACE_TEAM_INFO, "team")]
@@ -253,7 +255,7 @@ def inference_dashboard(default_namespace: str = "inference",
         row("Traffic"),
         stat("Requests per second", f"sum(rate({m.INFERENCE_REQUESTS_TOTAL}{{{ns}}}[$__rate_interval]))", "reqps"),
         stat("p99 latency", quantile(0.99, bucket), "s", thresholds=[(None, "green"), (slo, "red")]),
-        stat("Error ratio", f"sum(rate({m.INFERENCE_ERRORS_TOTAL}{{{ns}}}[$__rate_interval])) / "
+        stat("Failed request ratio", f"sum(rate({m.INFERENCE_ERRORS_TOTAL}{{{ns}}}[$__rate_interval])) / "
                             f"sum(rate({m.INFERENCE_REQUESTS_TOTAL}{{{ns}}}[$__rate_interval]))", "percentunit",
              thresholds=[(None, "green"), (0.01, "red")]),
         stat("Queue depth", f"sum({m.INFERENCE_QUEUE_DEPTH}{{{ns}}})"),
