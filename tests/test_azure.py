@@ -7,7 +7,7 @@ import pytest
 
 from gpu_platform import plan
 from gpu_platform.clouds.azure import AksCluster, AksGpuNodePool, cluster_from_config
-from gpu_platform.config import parse_config
+from gpu_platform.config import parse_config, strip_namespace
 from gpu_platform.testing import AZURE_SUBSCRIPTION_ID, run_program, sample_kubeconfig
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -276,20 +276,21 @@ def test_standalone_cluster_needs_only_a_location():
     assert (big["count"], big["minCount"], big["maxCount"]) == (5, 5, 5)
 
 
-def test_azure_dev_reference_stack_plans():
-    result = plan.plan_stack("azure-dev", plan.discover_stacks()["azure-dev"])
-    assert result.errors == []
-    pools = {r.inputs["agentPoolName"]: r.inputs for r in result.recording.of_type(AGENT_POOL)}
+def test_azure_dev_reference_stack():
+    """The cloud layer of stacks/Pulumi.azure-dev.yaml (the full plan and its manifests are in test_plan)."""
+    stack_file = plan.discover_stacks()["azure-dev"]
+    cfg = parse_config(strip_namespace(plan.load_stack_file(stack_file)), "azure-dev")
+    rec, seen = run(cfg)
+    pools = {r.inputs["agentPoolName"]: r.inputs for r in rec.of_type(AGENT_POOL)}
     assert set(pools) == {"a100infer", "h100train"}
     assert pools["a100infer"]["vmSize"] == "Standard_NC24ads_A100_v4"
     assert pools["a100infer"]["nodeLabels"]["gpu-platform.io/pool"] == "a100-infer"
+    assert pools["a100infer"]["availabilityZones"] == ["1", "2", "3"]
     assert pools["h100train"]["vmSize"] == "Standard_ND96isr_H100_v5"
     assert pools["h100train"]["nodeLabels"]["gpu-platform.io/rdma"] == "infiniband"
-    assert pools["h100train"]["minCount"] == 0
+    assert (pools["h100train"]["minCount"], pools["h100train"]["maxCount"]) == (0, 4)
     assert all(p["gpuProfile"] == {"driver": "None"} for p in pools.values())
-    assert len(result.recording.of_type(FEATURE)) == 1
-    roles = {p.role: p.name for p in result.config.gpu_pools()}
-    assert roles == {"inference": "a100-infer", "training": "h100-train"}
-    assert [t.name for t in result.config.teams] == ["research", "product"]
-    kubeconfig = result.recording.one("pulumi:providers:kubernetes").inputs["kubeconfig"]
-    assert kubeconfig == "[secret]"
+    assert all(p["nodeTaints"] == [GPU_TAINT] for p in pools.values())
+    assert len(rec.of_type(FEATURE)) == 1
+    assert {p.role: p.name for p in seen["handle"].pools} == {"inference": "a100-infer", "training": "h100-train"}
+    assert [t.name for t in cfg.teams] == ["research", "product"]
