@@ -139,4 +139,5 @@ def test_cluster_dashboard_covers_pool_node_and_gpu():
 def test_team_dashboard_compares_usage_with_quota():
     exprs = [e for _, e in dashboards.dashboard_expressions(DASHBOARDS["gpu-team-usage"])]
     assert 'team:gpu_allocated:sum{team=~"value"} / team:gpu_quota:sum{team=~"value"}' in exprs
-    assert 'sum by (cluster_queue, status) (kueue_pending_workloads{cluster_queue=~"value"})' in exprs
+    assert ('sum by (cluster_queue, status) (kueue_pending_workloads{cluster_queue=~"value", '
+            'replica_role!="follower"})') in exprs

@@ -247,6 +247,7 @@ def test_threshold_overrides_reach_the_expressions():
                                                "gpu_memory_used_ratio": 0.9})
     rules = {r.alert: r for g in alerts.alert_groups(t, DEFAULT_RUNBOOK_BASE_URL) for r in g.rules}
     assert rules["InferenceLatencySloBreach"].expr.endswith("> 0.25")
-    assert "increase(kueue_admitted_workloads_total[1h])" in rules["KueueWorkloadsPendingTooLong"].expr
+    assert 'increase(kueue_admitted_workloads_total{replica_role!="follower"}[1h])' in rules[
+        "KueueWorkloadsPendingTooLong"].expr
     assert rules["KueueWorkloadsPendingTooLong"].for_ == "1h"
     assert rules["GpuMemoryNearlyFull"].expr.endswith("> 0.9")

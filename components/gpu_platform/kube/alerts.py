@@ -34,6 +34,9 @@ GPU_RESOURCE_REGEX = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 TEAM_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
 """The ResourceQuota key the tenancy layer sets per team namespace."""
 
+KUEUE_LEADER = 'replica_role!="follower"'
+"""Matcher for the Kueue replica whose metrics count (the leader, or a standalone replica)."""
+
 # XIDs NVIDIA's device plugin treats as application errors (it keeps the GPU healthy on these).
 APPLICATION_XIDS = (13, 31, 43, 45, 68, 109)
 
@@ -393,15 +396,16 @@ def alert_groups(thresholds: AlertThresholds, runbook_base_url: str) -> list[Rul
             "release them or let the optimizer right-size the workload.",
             rb("GpuAllocatedIdle"), t.idle_for),
     )
+    # Kueue replicas that are not the leader report too (label replica_role): count the leader's view only.
+    pending, admitted = (f'{m.KUEUE_PENDING_WORKLOADS}{{{KUEUE_LEADER}}}',
+                         f'{m.KUEUE_ADMITTED_WORKLOADS_TOTAL}{{{KUEUE_LEADER}}}')
     admitted_recently = (
-        f"(sum by (cluster_queue) (increase({m.KUEUE_ADMITTED_WORKLOADS_TOTAL}[{t.kueue_pending_for}])) > 0) "
-        f"or count by (cluster_queue) ({m.KUEUE_ADMITTED_WORKLOADS_TOTAL} unless "
-        f"{m.KUEUE_ADMITTED_WORKLOADS_TOTAL} offset {t.kueue_pending_for})")
+        f"(sum by (cluster_queue) (increase({admitted}[{t.kueue_pending_for}])) > 0) "
+        f"or count by (cluster_queue) ({admitted} unless {admitted} offset {t.kueue_pending_for})")
     scheduling = (
         AlertRule(
             "KueueWorkloadsPendingTooLong",
-            f"(sum by (cluster_queue) ({m.KUEUE_PENDING_WORKLOADS}) > 0) unless on (cluster_queue) "
-            f"({admitted_recently})",
+            f"(sum by (cluster_queue) ({pending}) > 0) unless on (cluster_queue) ({admitted_recently})",
             "warning", "{{ $value }} workloads stuck in ClusterQueue {{ $labels.cluster_queue }}",
             "ClusterQueue {{ $labels.cluster_queue }} has had {{ $value }} pending workloads and admitted none "
             f"for {t.kueue_pending_for}: its quota is exhausted or no flavor fits.",

@@ -231,7 +231,8 @@ def team_usage_dashboard(thresholds: a.AlertThresholds = DEFAULT_THRESHOLDS) -> 
         row("Queues"),
         # Each team's ClusterQueue is named after the team (scheduling layer).
         timeseries("Kueue pending workloads by ClusterQueue", [
-            target(f'sum by (cluster_queue, status) ({m.KUEUE_PENDING_WORKLOADS}{{cluster_queue=~"$team"}})',
+            target(f'sum by (cluster_queue, status) ({m.KUEUE_PENDING_WORKLOADS}{{cluster_queue=~"$team", '
+                   f'{a.KUEUE_LEADER}}})',
                    "{{cluster_queue}} {{status}}")],
             "none", Size(24)),
     ]
