@@ -1,9 +1,9 @@
 """HTTP server and lifecycle: /analyze, /healthz, /readyz, /metrics; load, warm up, serve, drain on SIGTERM.
 
 Lifecycle: the listener opens at once (so /healthz answers while the model loads); the model loads and warms
-up on the forward-pass thread; /readyz turns 200. On SIGTERM or SIGINT: /readyz turns 503, the server keeps
-serving for ``SHUTDOWN_DELAY_S`` (endpoints stop routing here), the batcher stops waiting for full batches,
-the listener closes, in-flight requests finish (up to ``DRAIN_TIMEOUT_S``), then the process exits 0.
+up on the forward-pass thread; /readyz turns 200. On SIGTERM or SIGINT: /readyz turns 503, the batcher stops
+waiting for full batches, the server keeps serving for ``SHUTDOWN_DELAY_S`` (endpoints stop routing here), the
+listener closes, in-flight requests finish (up to ``DRAIN_TIMEOUT_S``), then the process exits 0.
 """
 
 import asyncio
@@ -192,10 +192,10 @@ async def serve(settings: Settings, load_model: Optional[Callable[[Settings], An
         await stopped
     exit_code = 1 if state.load_error is not None else 0
     state.draining = True
+    state.batcher.drain()  # queued texts leave now, not after MAX_WAIT_MS
     log.info("draining: %d texts pending", state.batcher.pending)
     if exit_code == 0 and settings.shutdown_delay_s:
         await asyncio.sleep(settings.shutdown_delay_s)
-    state.batcher.drain()
     await runner.cleanup()
     if not load.done():
         load.cancel()
