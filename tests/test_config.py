@@ -38,7 +38,7 @@ def test_gpu_pool_carries_labels_taints_and_sharing(aws_config):
 
 
 def test_rdma_pool_gets_fabric_and_mig_label():
-    config = parse_config({"cloud": "aws", "region": "us-west-2", "nodePools": [
+    config = parse_config({"cloud": "aws", "region": "us-west-2", "gpuSoftware": "operator", "nodePools": [
         {"name": "train", "instanceType": "p5.48xlarge", "rdma": True, "maxNodes": 4,
          "sharing": {"mode": "mig", "profile": "3g.40gb"}}]}, "s")
     pool = config.gpu_pools()[0]

@@ -24,6 +24,7 @@ realistic outputs (ids, ARNs, endpoints, kubeconfigs) so Outputs that depend on 
 import asyncio
 import base64
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -468,7 +469,7 @@ class Recorder:
         return Recording(self._monitor.registrations)
 
 
-try:  # the fixture is optional: the harness itself does not need pytest
+if "pytest" in sys.modules:  # loaded as a pytest plugin; plain `gpu-platform plan` does not pay for pytest
     import pytest
 
     @pytest.fixture
@@ -487,5 +488,3 @@ try:  # the fixture is optional: the harness itself does not need pytest
         loop.close()
         asyncio.set_event_loop(None)
         settings.reset_options()
-except ImportError:  # pragma: no cover
-    pass
