@@ -144,6 +144,18 @@ class InferenceConfig:
     image: str = "ghcr.io/gpu-platform/sentiment-inference:0.1.0"
     """Container image of the app."""
     namespace: str = "inference"
+    model_id: str = ""
+    """``modelId``: Hugging Face model id downloaded at start (default: the model baked into the image)."""
+    autoscaler: str = "keda"
+    """``keda`` (queue depth from Prometheus, plus CPU), ``hpa`` (CPU only) or ``none``."""
+    target_queue_depth: Optional[int] = None
+    """Queued texts per replica above which KEDA adds replicas (default: one full batch)."""
+    ingress_host: Optional[str] = None
+    """``ingressHost``: publish ``/analyze`` on this host through ingress-nginx (default: no Ingress)."""
+    model_cache_size: Optional[str] = None
+    """``modelCacheSize``: a PersistentVolumeClaim of this size as the model cache (default: none)."""
+    model_cache_storage_class: Optional[str] = None
+    """``modelCacheStorageClass``: its StorageClass, ReadWriteMany when replicas > 1 (default: the cluster's)."""
 
 
 @dataclass(frozen=True)
@@ -523,7 +535,8 @@ def parse_scheduling(raw: Mapping) -> SchedulingConfig:
 
 def parse_inference(raw: Mapping, pool_names: list[str]) -> InferenceConfig:
     sec, path = _section(raw, "inference"), "inference"
-    check_keys(sec, {"enabled", "pool", "replicas", "maxReplicas", "image", "namespace"}, path)
+    check_keys(sec, {"enabled", "pool", "replicas", "maxReplicas", "image", "namespace", "modelId", "autoscaler",
+                     "targetQueueDepth", "ingressHost", "modelCacheSize", "modelCacheStorageClass"}, path)
     pool = read_str(sec, "pool", path, None)
     if pool is not None and pool not in pool_names:
         raise ConfigError(join(path, "pool"), f"no node pool named '{pool}'{did_you_mean(pool, pool_names)}")
@@ -541,7 +554,38 @@ def parse_inference(raw: Mapping, pool_names: list[str]) -> InferenceConfig:
         max_replicas=max_replicas,
         image=read_str(sec, "image", path, InferenceConfig.image),
         namespace=namespace,
+        **parse_inference_extras(sec, path),
     )
+
+
+HOST_NAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
+MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def parse_inference_extras(sec: Mapping, path: str) -> dict[str, Any]:
+    """Model, autoscaler, Ingress and model-cache keys of ``inference``."""
+    model_id = read_str(sec, "modelId", path, "")
+    if model_id and not MODEL_ID.match(model_id):
+        raise ConfigError(join(path, "modelId"), f"'{model_id}' is not a Hugging Face model id such as org/name")
+    host = read_str(sec, "ingressHost", path, None)
+    if host is not None and (len(host) > 253 or not HOST_NAME.match(host)):
+        raise ConfigError(join(path, "ingressHost"), f"'{host}' is not a DNS host name")
+    size = read_str(sec, "modelCacheSize", path, None)
+    if size is not None and not re.fullmatch(r"[1-9]\d*(Mi|Gi|Ti)", size):
+        raise ConfigError(join(path, "modelCacheSize"), f"'{size}' is not a storage quantity such as 20Gi")
+    storage_class = read_str(sec, "modelCacheStorageClass", path, None)
+    if storage_class is not None and not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", storage_class):
+        raise ConfigError(join(path, "modelCacheStorageClass"), f"'{storage_class}' is not a StorageClass name")
+    if storage_class is not None and size is None:
+        raise ConfigError(join(path, "modelCacheStorageClass"), "needs modelCacheSize (no cache volume without it)")
+    return {
+        "model_id": model_id,
+        "autoscaler": read_enum(sec, "autoscaler", path, ("keda", "hpa", "none"), "keda"),
+        "target_queue_depth": read_int(sec, "targetQueueDepth", path, None, minimum=1),
+        "ingress_host": host,
+        "model_cache_size": size,
+        "model_cache_storage_class": storage_class,
+    }
 
 
 OPTIMIZER_ACTIONS = ("report", "annotate", "scale-down", "recommend")

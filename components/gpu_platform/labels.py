@@ -78,6 +78,10 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 """Set by the Job controller on a Job's pods; an indexed Job's pods find rank 0 as ``<job-name>-0``."""
 APP_NAME_LABEL = "app.kubernetes.io/name"
 
+# ingress-nginx.
+INGRESS_NGINX_BODY_SIZE_ANNOTATION = "nginx.ingress.kubernetes.io/proxy-body-size"
+"""Largest request body the controller forwards (its default is 1m); set to the app's own limit."""
+
 # Pod Security admission labels on team namespaces.
 POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_AUDIT_LABEL = "pod-security.kubernetes.io/audit"

@@ -58,10 +58,15 @@ KUEUE = Chart("oci://registry.k8s.io/kueue/charts/kueue", "0.19.2")
 # kube-prometheus-stack 88.5.3 (prometheus-operator v0.93.1; subcharts grafana 12.11.1 from grafana-community,
 # kube-state-metrics 8.4.0 = v2.20.0). Keys we set: tests/data/chart_keys/kube-prometheus-stack-88.5.3.keys.
 KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.5.3", "https://prometheus-community.github.io/helm-charts")
+# KEDA 2.20.2 (chart version = app version): autoscales the reference inference app on its queue depth through a
+# ScaledObject (keda.sh/v1alpha1, CRD installed by the chart: crds.install). Values keys we set checked in
+# kedacore/charts@v2.20.2:keda/values.yaml (tests/data/chart_keys/keda-2.20.2.keys).
+KEDA = Chart("keda", "2.20.2", "https://kedacore.github.io/charts")
 
 # Kubernetes API versions of the custom resources the platform creates.
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 PROMETHEUS_OPERATOR_API_VERSION = "monitoring.coreos.com/v1"
+KEDA_API_VERSION = "keda.sh/v1alpha1"
 
 TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:25.05-py3"
 """NGC PyTorch container (PyTorch, CUDA, NCCL) the reference training job runs; a tag NGC publishes (25.05)."""
@@ -79,6 +84,9 @@ EKS_ADDONS: dict[str, dict[str, str]] = {
     "1.35": {"vpc-cni": "v1.21.1-eksbuild.7", "coredns": "v1.13.2-eksbuild.4", "kube-proxy": "v1.35.3-eksbuild.2",
              "eks-pod-identity-agent": "v1.3.10-eksbuild.3"},
 }
+
+INFERENCE_IMAGE = "ghcr.io/gpu-platform/sentiment-inference:0.1.0"
+"""The reference inference app (examples/inference-app/Dockerfile, CUDA variant)."""
 
 # Images the platform builds itself (Dockerfile at the repository root: the library with its optimizer).
 PLATFORM_IMAGE = "ghcr.io/gpu-platform/gpu-platform:0.1.0"

@@ -1,0 +1,212 @@
+"""`InferenceService`: the reference sentiment-analysis app (examples/inference-app) served on a GPU pool.
+
+What it deploys (bodies decided in `inference_objects`, whose docstring gives the reasons):
+Namespace (Pod Security ``restricted``), ServiceAccount without a token, Deployment on the pool (one
+``nvidia.com/gpu``: a whole GPU, a MIG instance or a time-sliced/MPS/HAMi slice depending on the pool),
+ClusterIP Service, PodDisruptionBudget, NetworkPolicy, the autoscaler, and optionally an Ingress
+(ingress-nginx), a model-cache PersistentVolumeClaim and a ServiceMonitor.
+
+Autoscaling: KEDA (`keda.KedaOperator`; why KEDA and not prometheus-adapter is in that module's docstring). The
+``ScaledObject`` scales on the app's ``inference_queue_depth`` read from Prometheus (target: one full batch
+waiting per replica) and on CPU utilisation, with a fallback replica count when Prometheus cannot be read. With
+``autoscaler: hpa``, or without a Prometheus URL, a plain ``autoscaling/v2`` HPA scales on CPU alone. Either way
+the Deployment's ``replicas`` is only the initial count: Pulumi ignores later changes the autoscaler makes.
+
+Ordering: make the component depend on KEDA's release (ScaledObject CRD) and on the monitoring release
+(ServiceMonitor CRD) when it creates those objects; `GpuPlatform` does.
+"""
+
+import re
+from typing import Any, Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..config import PlatformConfig
+from ..pools import GpuPool, GpuPoolSpec, inference_pool
+from . import inference_objects as objects
+from .common import child_opts
+
+
+class InferenceServiceArgs(TypedDict, total=False):
+    """Arguments of `InferenceService`. Only ``pool`` is required."""
+
+    pool: GpuPoolSpec
+    """GPU pool to run on (usually `pools.inference_pool`)."""
+    namespace: str
+    """Namespace of the service. Default ``inference``."""
+    create_namespace: bool
+    """Create the namespace (Pod Security ``restricted``). Default true."""
+    name: str
+    """Name of the Deployment, Service and every other object. Default ``sentiment``."""
+    image: str
+    """Container image of the app. Default `versions.INFERENCE_IMAGE`."""
+    model_id: str
+    """Hugging Face model id to download at start. Default: the model baked into the image (offline)."""
+    min_replicas: int
+    """Minimum (and initial) replicas. Default 1."""
+    max_replicas: int
+    """Maximum replicas the autoscaler may reach. Default 4."""
+    max_batch_size: int
+    """Texts per forward pass (the app's ``MAX_BATCH_SIZE``). Default 32."""
+    max_wait_ms: float
+    """Longest a text waits for its batch to fill (``MAX_WAIT_MS``). Default 5."""
+    max_queue: int
+    """Texts queued per replica before it answers 503 (``MAX_QUEUE``). Default 1024."""
+    autoscaler: str
+    """``keda`` (queue depth + CPU; needs ``prometheus_url``, else CPU HPA), ``hpa`` (CPU) or ``none``. Default
+    ``keda``."""
+    prometheus_url: Optional[str]
+    """In-cluster Prometheus URL the KEDA trigger queries (`GpuMonitoring.prometheus_url`). Default none."""
+    target_queue_depth: int
+    """Queued texts per replica above which KEDA adds replicas. Default: ``max_batch_size``."""
+    cpu_utilization: int
+    """Target CPU utilisation (percent of the request). Default 70."""
+    cpu_request: str
+    """CPU request. Default: half the node's CPUs per GPU slot, 1 to 4 CPUs."""
+    memory_request: str
+    """Memory request and limit. Default: half the node's memory per GPU slot, 4 to 16 GiB."""
+    ingress_host: Optional[str]
+    """Host name to publish ``/analyze`` on through ingress-nginx. Default: no Ingress."""
+    ingress_class: str
+    """IngressClass name. Default ``nginx``."""
+    ingress_namespace: str
+    """Namespace of the ingress controller (admitted by the NetworkPolicy). Default ``ingress-nginx``."""
+    model_cache_size: Optional[str]
+    """Size of a model-cache PersistentVolumeClaim mounted as the Hugging Face cache. Default: none."""
+    model_cache_storage_class: Optional[str]
+    """StorageClass of the model cache. Default: the cluster's default class."""
+    model_cache_access_mode: str
+    """``ReadWriteMany`` (default; replicas on several nodes share it), ``ReadWriteOnce`` or ``ReadOnlyMany``."""
+    monitoring_namespace: Optional[str]
+    """Namespace of Prometheus: admitted by the NetworkPolicy. Default none."""
+    service_monitor: bool
+    """Create a ServiceMonitor (needs the Prometheus Operator CRDs). Default false."""
+    service_monitor_labels: dict[str, str]
+    """Labels on the ServiceMonitor (what the Prometheus selects on). Default none."""
+
+
+def _quantity(value: Optional[str], what: str) -> Optional[str]:
+    if value is not None and not re.fullmatch(r"[1-9]\d*(Mi|Gi|Ti)", value):
+        raise ValueError(f"InferenceService: {what} '{value}' is not a storage quantity such as 20Gi")
+    return value
+
+
+def spec_from_args(args: InferenceServiceArgs) -> objects.InferenceSpec:
+    """The `InferenceSpec` the component's objects are decided from (plain values, checked)."""
+    if "pool" not in args:
+        raise ValueError("InferenceService: args.pool is required")
+    defaults = objects.InferenceSpec(pool=GpuPool.from_spec(args["pool"]))
+    given = {k: v for k, v in args.items() if k not in ("pool", "create_namespace", "service_monitor")}
+    if not args.get("service_monitor"):
+        given.pop("service_monitor_labels", None)
+    _quantity(given.get("model_cache_size"), "model_cache_size")
+    fields = {**{f: getattr(defaults, f) for f in objects.InferenceSpec.__dataclass_fields__}, **given}
+    for key, value in fields.items():  # other Pulumi languages send numbers as floats
+        if isinstance(getattr(defaults, key), int) and isinstance(value, float):
+            fields[key] = int(value)
+    fields["service_monitor_labels"] = dict(fields["service_monitor_labels"])
+    return objects.InferenceSpec(**fields)
+
+
+def chosen_pool(config: PlatformConfig, pools: list[GpuPool]) -> Optional[GpuPool]:
+    """``inference.pool`` when set, else `pools.inference_pool` (first ``role: inference`` pool...)."""
+    named = next((p for p in pools if p.name == config.inference.pool), None)
+    return named or inference_pool(pools)
+
+
+def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Optional[str] = None,
+                   monitoring_namespace: Optional[str] = None,
+                   service_monitor_labels: Optional[dict[str, str]] = None) -> InferenceServiceArgs:
+    """`InferenceService` args from a stack's configuration and the monitoring layer (None when disabled).
+
+    Without the platform's Prometheus there is nothing for KEDA to read: ``keda`` becomes a CPU HPA.
+    """
+    inference = config.inference
+    monitored = prometheus_url is not None
+    args = InferenceServiceArgs(
+        pool=pool.spec(), namespace=inference.namespace, image=inference.image, model_id=inference.model_id,
+        min_replicas=inference.replicas, max_replicas=inference.max_replicas,
+        autoscaler="hpa" if inference.autoscaler == "keda" and not monitored else inference.autoscaler,
+        prometheus_url=prometheus_url, ingress_host=inference.ingress_host,
+        model_cache_size=inference.model_cache_size, model_cache_storage_class=inference.model_cache_storage_class,
+        monitoring_namespace=monitoring_namespace, service_monitor=monitored,
+        service_monitor_labels=dict(service_monitor_labels or {}),
+    )
+    if inference.target_queue_depth is not None:
+        args["target_queue_depth"] = inference.target_queue_depth
+    return args
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def _register(cls: Any, resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
+    """A typed Kubernetes resource from a wire-form body (top-level keys become the class's keyword args)."""
+    kwargs = {_snake(k): v for k, v in body.items() if k not in ("apiVersion", "kind")}
+    return cls(resource_name, **kwargs, opts=opts)
+
+
+def _custom(resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
+    return k8s.apiextensions.CustomResource(resource_name, api_version=body["apiVersion"], kind=body["kind"],
+                                            metadata=body["metadata"], spec=body["spec"], opts=opts)
+
+
+class InferenceService(pulumi.ComponentResource):
+    """The sentiment-analysis service on a GPU pool, autoscaled on its queue depth (see the module docstring).
+
+    Attributes: ``spec`` (the decided `InferenceSpec`), ``deployment``, ``service``, ``autoscaler`` (ScaledObject,
+    HPA or None), ``service_monitor``, ``ingress``, ``model_cache`` (or None), ``namespace``, ``url`` (in-cluster
+    base URL), ``gpu_share`` (what one ``nvidia.com/gpu`` is on the pool, in words).
+    """
+
+    namespace: str
+    url: str
+    gpu_share: str
+
+    def __init__(self, name: str, args: InferenceServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:InferenceService", name, {}, opts)
+        spec = spec_from_args(args)
+        self.spec = spec
+        self.namespace = spec.namespace
+        self.url = f"http://{spec.name}.{spec.namespace}.svc.cluster.local"
+        self.gpu_share = objects.gpu_share(spec.pool)
+
+        first: list[Any] = []
+        if args.get("create_namespace", True):
+            first.append(_register(k8s.core.v1.Namespace, f"{name}-namespace", objects.namespace(spec),
+                                   child_opts(self, opts)))
+        in_ns = child_opts(self, opts, depends_on=first)
+        account = _register(k8s.core.v1.ServiceAccount, f"{name}-sa", objects.service_account(spec), in_ns)
+        before_pods = [account]
+        self.model_cache = None
+        if spec.model_cache_size:
+            self.model_cache = _register(k8s.core.v1.PersistentVolumeClaim, f"{name}-model-cache",
+                                         objects.model_cache_claim(spec), in_ns)
+            before_pods.append(self.model_cache)
+        # The autoscaler owns the replica count after creation; a later `pulumi up` must not reset it.
+        scaled = spec.autoscaler != "none"
+        self.deployment = _register(
+            k8s.apps.v1.Deployment, f"{name}-deployment", objects.deployment(spec),
+            child_opts(self, opts, depends_on=[*first, *before_pods],
+                       ignore_changes=["spec.replicas"] if scaled else None))
+        self.service = _register(k8s.core.v1.Service, f"{name}-service", objects.service(spec), in_ns)
+        _register(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", objects.pod_disruption_budget(spec), in_ns)
+        _register(k8s.networking.v1.NetworkPolicy, f"{name}-network-policy", objects.network_policy(spec), in_ns)
+        self.ingress = None
+        if spec.ingress_host:
+            self.ingress = _register(k8s.networking.v1.Ingress, f"{name}-ingress", objects.ingress(spec), in_ns)
+
+        after_target = child_opts(self, opts, depends_on=[*first, self.deployment])
+        self.autoscaler: Any = None
+        if spec.uses_keda:
+            self.autoscaler = _custom(f"{name}-scaled-object", objects.scaled_object(spec), after_target)
+        elif scaled:
+            self.autoscaler = _register(k8s.autoscaling.v2.HorizontalPodAutoscaler, f"{name}-hpa",
+                                        objects.horizontal_pod_autoscaler(spec), after_target)
+        self.service_monitor = None
+        if args.get("service_monitor"):
+            self.service_monitor = _custom(f"{name}-service-monitor", objects.service_monitor(spec),
+                                           child_opts(self, opts, depends_on=[*first, self.service]))
+        self.register_outputs({"namespace": self.namespace, "url": self.url, "gpu_share": self.gpu_share})
