@@ -105,8 +105,6 @@ class EksGpuNodePool(pulumi.ComponentResource):
     capacity reservations or Capacity Blocks; with EFA, a launch template with ``efa``/``efa-only`` interfaces on
     every network card, a ``cluster`` placement group and a security group open to itself."""
 
-    pool: GpuPool
-    """The pool this node group runs."""
     launch_template: aws.ec2.LaunchTemplate
     node_group: aws.eks.NodeGroup
     placement_group: Optional[aws.ec2.PlacementGroup]
@@ -118,7 +116,9 @@ class EksGpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:EksGpuNodePool", name, {}, opts)
-        pool = self.pool = GpuPool.from_spec(args["pool"])
+        # The pool this node group runs (Python-only: a GpuPool has no schema form, so no class-level annotation).
+        self.pool: GpuPool = GpuPool.from_spec(args["pool"])
+        pool = self.pool
         options = pool_options(pool, args)
         tags = dict(args.get("tags", {}))
         labels = aws_nodes.node_labels(pool, options.ami_type)
@@ -250,9 +250,6 @@ class EksCluster(pulumi.ComponentResource):
     addons: dict[str, aws.eks.Addon]
     system_node_group: aws.eks.NodeGroup
     oidc_provider: aws.iam.OpenIdConnectProvider
-    node_pools: dict[str, EksGpuNodePool]
-    """GPU node pool components by pool name."""
-    gpu_pools: list[GpuPool]
     provider: k8s.Provider
     cluster_name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
@@ -360,7 +357,9 @@ class EksCluster(pulumi.ComponentResource):
         for addon in LATE_ADDONS:
             self.addons[addon] = self._addon(name, addon, versions[addon], tags, opts, [self.system_node_group])
 
-        self.node_pools = {}
+        # GPU node pool components by pool name, and the pools they publish (Python-only attributes: component
+        # references and GpuPools have no schema form, so they carry no class-level annotation).
+        self.node_pools: dict[str, EksGpuNodePool] = {}
         for pool_args in args.get("gpu_pools", []):
             pool = GpuPool.from_spec(pool_args["pool"])
             zones = list(pool_args.get("zones") or [])
@@ -372,7 +371,7 @@ class EksCluster(pulumi.ComponentResource):
                 {**defaults, **pool_args, "cluster_name": self.cluster.name, "node_role_arn": self.node_role.arn,
                  "vpc_id": self.vpc_id, "cluster_security_group_id": self.cluster_security_group_id},
                 opts=child_opts(self, opts, depends_on=self.compute_dependencies))
-        self.gpu_pools = [component.pool for component in self.node_pools.values()]
+        self.gpu_pools: list[GpuPool] = [component.pool for component in self.node_pools.values()]
 
         self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.cluster.name, self.cluster.endpoint, self.cluster.certificate_authority.apply(lambda c: c.data),

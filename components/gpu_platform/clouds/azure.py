@@ -90,15 +90,15 @@ class AksGpuNodePoolArgs(TypedDict, total=False):
 class AksGpuNodePool(pulumi.ComponentResource):
     """One AKS GPU node pool: an autoscaled, tainted and labelled ``containerservice.AgentPool``."""
 
-    pool: GpuPool
-    """The pool as AKS runs it (spot pools carry AKS's spot taint)."""
     agent_pool: containerservice.AgentPool
     agent_pool_name: pulumi.Output[str]
     agent_pool_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: AksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:AksGpuNodePool", name, {}, opts)
-        self.pool = aks_pool(GpuPool.from_spec(args["pool"]))
+        # The pool as AKS runs it (spot pools carry AKS's spot taint). Python-only: a GpuPool has no schema form,
+        # so it carries no class-level annotation.
+        self.pool: GpuPool = aks_pool(GpuPool.from_spec(args["pool"]))
         properties = agent_pool_properties(
             self.pool,
             agent_pool_name=args.get("agent_pool_name") or agent_pool_name(self.pool.name),
@@ -184,9 +184,6 @@ class AksCluster(pulumi.ComponentResource):
     identity: managedidentity.UserAssignedIdentity
     managed_cluster: containerservice.ManagedCluster
     infiniband_feature: Optional[features.SubscriptionFeatureRegistration]
-    node_pools: dict[str, AksGpuNodePool]
-    """GPU node pool components by pool name."""
-    gpu_pools: list[GpuPool]
     resource_group_name: pulumi.Output[str]
     cluster_name: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
@@ -280,7 +277,9 @@ class AksCluster(pulumi.ComponentResource):
                 # Subscription-wide: other clusters may rely on it, so destroying this stack keeps it.
                 opts=child_opts(self, opts, retain_on_delete=True))
 
-        self.node_pools = {}
+        # GPU node pool components by pool name, and the pools they publish (Python-only attributes: component
+        # references and GpuPools have no schema form, so they carry no class-level annotation).
+        self.node_pools: dict[str, AksGpuNodePool] = {}
         previous: list[pulumi.Resource] = []
         for pool, pool_args in zip(pools, args.get("gpu_pools", []), strict=True):
             waits = list(previous)
@@ -295,7 +294,7 @@ class AksCluster(pulumi.ComponentResource):
                 opts=child_opts(self, opts, depends_on=waits))
             self.node_pools[pool.name] = component
             previous = [component.agent_pool]
-        self.gpu_pools = [component.pool for component in self.node_pools.values()]
+        self.gpu_pools: list[GpuPool] = [component.pool for component in self.node_pools.values()]
 
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=group_name, resource_name=self.managed_cluster.name,

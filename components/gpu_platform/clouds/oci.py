@@ -225,8 +225,6 @@ class OkeGpuNodePool(pulumi.ComponentResource):
     node_pool_id: pulumi.Output[str]
     image_id: pulumi.Output[str]
     compute_cluster_id: pulumi.Output[Optional[str]]
-    gpu_pool: GpuPool
-    """The pool as published to the Kubernetes layer (RoCE pools carry their NCCL settings)."""
 
     def __init__(self, name: str, args: OkeGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:OkeGpuNodePool", name, {}, opts)
@@ -235,7 +233,9 @@ class OkeGpuNodePool(pulumi.ComponentResource):
         preemptible = args.get("preemptible", pool.spot)
         if rdma and preemptible:
             raise ValueError(f"{name}: an RDMA pool cannot use preemptible capacity (bare metal shapes only)")
-        self.gpu_pool = oci_rdma.with_roce_nccl_env(pool)
+        # The pool as published to the Kubernetes layer (RoCE pools carry their NCCL settings). Python-only: a
+        # GpuPool has no schema form, so it carries no class-level annotation.
+        self.gpu_pool: GpuPool = oci_rdma.with_roce_nccl_env(pool)
         compartment = args["compartment_id"]
         version = pulumi.Output.from_input(args["kubernetes_version"])
 

@@ -5,7 +5,7 @@ order: the platform makes this component depend on the NVIDIA stack, so its NFD 
 exists before the Network Operator, and the NicClusterPolicy waits for the operator's CRD.
 """
 
-from typing import Optional, TypedDict
+from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -35,7 +35,7 @@ class RdmaStackArgs(TypedDict, total=False):
 class RdmaStack(pulumi.ComponentResource):
     """EFA device plugin on EFA pools; NVIDIA Network Operator + RDMA shared device plugin on IB/RoCE pools."""
 
-    pod_requirements: pulumi.Output[dict]
+    pod_requirements: pulumi.Output[dict[str, Any]]
     """Per RDMA pool: the extended-resource limits and pod annotations a training pod adds."""
 
     def __init__(self, name: str, args: RdmaStackArgs, opts: Optional[pulumi.ResourceOptions] = None):

@@ -55,12 +55,7 @@ class SchedulingPolicy(pulumi.ComponentResource):
     """Priority classes and Kueue queues derived from the GPU pools and the teams."""
 
     priority_classes: dict[str, k8s.scheduling.v1.PriorityClass]
-    workload_priority_classes: dict[str, KubernetesObject]
     release: Optional[k8s.helm.v3.Release]
-    flavors: dict[str, KubernetesObject]
-    topology: Optional[KubernetesObject]
-    cohort: Optional[KubernetesObject]
-    cluster_queues: dict[str, KubernetesObject]
 
     def __init__(self, name: str, args: SchedulingPolicyArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:SchedulingPolicy", name, {}, opts)
@@ -76,8 +71,14 @@ class SchedulingPolicy(pulumi.ComponentResource):
                 f"{name}-pc-{spec.name}", metadata=body["metadata"], value=body["value"],
                 preemption_policy=body["preemptionPolicy"], global_default=body["globalDefault"],
                 description=body["description"], opts=child_opts(self, opts))
-        self.workload_priority_classes, self.flavors, self.cluster_queues = {}, {}, {}
-        self.release, self.topology, self.cohort = None, None, None
+        # Kueue objects are KubernetesObjects, which have no cross-language schema form: annotated here rather
+        # than at class level, so they stay Python-only attributes.
+        self.workload_priority_classes: dict[str, KubernetesObject] = {}
+        self.flavors: dict[str, KubernetesObject] = {}
+        self.cluster_queues: dict[str, KubernetesObject] = {}
+        self.topology: Optional[KubernetesObject] = None
+        self.cohort: Optional[KubernetesObject] = None
+        self.release = None
         if args.get("kueue", True):
             self._build_kueue(name, opts, pools, teams, specs, bool(args.get("enable_prometheus", False)))
 

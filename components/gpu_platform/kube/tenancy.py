@@ -32,7 +32,6 @@ class TeamNamespace(pulumi.ComponentResource):
 
     namespace: k8s.core.v1.Namespace
     resource_quota: k8s.core.v1.ResourceQuota
-    local_queue: Optional[KubernetesObject]
     namespace_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: TeamNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
@@ -65,7 +64,8 @@ class TeamNamespace(pulumi.ComponentResource):
             for p in policies
         ]
 
-        self.local_queue = None
+        # A KubernetesObject has no cross-language schema form: annotated here, not at class level (Python-only).
+        self.local_queue: Optional[KubernetesObject] = None
         if args.get("cluster_queue"):
             self.local_queue = KubernetesObject(
                 f"{name}-queue", kueue_objects.local_queue(team.name, args["cluster_queue"]), in_namespace)
