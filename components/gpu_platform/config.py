@@ -58,7 +58,7 @@ class NodePoolConfig:
     min_nodes: int = 0
     """Minimum nodes (0 lets the autoscaler scale the pool to zero)."""
     max_nodes: int = 1
-    """Maximum nodes (>= 1, >= minNodes)."""
+    """Maximum nodes (>= 1, >= minNodes). Default: the larger of 1 and minNodes."""
     desired_nodes: Optional[int] = None
     """Initial size; ignored after creation. Default: minNodes."""
     rdma: bool = False
@@ -110,6 +110,7 @@ class MonitoringConfig:
     """``monitoring``: kube-prometheus-stack, Grafana, DCGM dashboards and alerts."""
 
     enabled: bool = True
+    """Install the monitoring stack (the optimizer and queue-depth autoscaling read its Prometheus)."""
     retention: str = "15d"
     """Prometheus retention."""
     storage_size: str = "50Gi"
@@ -135,15 +136,17 @@ class InferenceConfig:
     """``inference``: the reference sentiment-analysis service."""
 
     enabled: bool = True
+    """Deploy the reference inference service."""
     pool: Optional[str] = None
     """Pool to run on (default: the first ``role: inference`` pool, else the first non-RDMA pool)."""
     replicas: int = 1
     """Minimum replicas."""
     max_replicas: int = 4
-    """Maximum replicas for the autoscaler."""
+    """Maximum replicas for the autoscaler. Default: the larger of 4 and replicas."""
     image: str = "ghcr.io/gpu-platform/sentiment-inference:0.1.0"
     """Container image of the app."""
     namespace: str = "inference"
+    """Namespace of the inference service."""
     model_id: str = ""
     """``modelId``: Hugging Face model id downloaded at start (default: the model baked into the image)."""
     autoscaler: str = "keda"
@@ -163,12 +166,15 @@ class OptimizerConfig:
     """``optimizer``: the GPU utilisation optimizer CronJob."""
 
     enabled: bool = True
+    """Run the optimizer (only with ``monitoring``: it reads the platform's Prometheus)."""
     action: str = "report"
     """``report``, ``annotate``, ``scale-down`` or ``recommend``."""
     schedule: str = "*/30 * * * *"
+    """Cron schedule of the optimizer CronJob."""
     utilization_threshold: float = 10.0
     """GPU utilisation (%) under which an allocation counts as idle."""
     dry_run: bool = True
+    """Report what the action would change without changing it."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,7 @@ class TrainingConfig:
     """``training``: the reference Kueue-managed training job in the first team's namespace."""
 
     enabled: bool = True
+    """Deploy the reference training job (needs a training pool and a first team with a GPU quota)."""
     schedule: str = "0 3 * * 0"
     """Cron schedule of the retraining CronJob (default: Sundays 03:00)."""
     checkpoint_storage_class: Optional[str] = None
@@ -199,19 +206,36 @@ class PlatformConfig:
     """A whole environment: the parsed ``gpu-platform`` configuration of one stack."""
 
     stack: str
+    """Stack name (from the engine, not a key)."""
     cloud: str
+    """``aws``, ``azure``, ``gcp``, ``oci``, or ``existing`` (a running cluster reached by kubeconfig)."""
     region: str
+    """Region of the cluster (``us-west-2``, ``westeurope``, ``us-central1``, ``us-ashburn-1``); unused on
+    ``existing``."""
     node_pools: tuple[NodePoolConfig, ...]
+    """The GPU node pools, at least one (keys below)."""
     compartment_id: str = ""
+    """OCI only: OCID of the compartment the cluster and its network go into."""
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    """Kubernetes minor version (``1.25`` to ``1.39``); each cloud picks its newest patch of it."""
     gpu_software: str = "operator"
+    """``operator`` (NVIDIA GPU Operator), ``device-plugin`` (NVIDIA's device plugin, GFD and DCGM exporter
+    charts) or ``cloud-managed`` (the cloud's own driver and plugin). Left out: the cloud's recommendation shown
+    here, or ``operator`` when a pool's sharing mode needs it."""
     teams: tuple[TeamConfig, ...] = ()
+    """Teams: each gets a namespace with quotas, RBAC and a Kueue ClusterQueue (keys below)."""
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
+    """Prometheus, Grafana, the DCGM exporter's dashboards and GPU alerts."""
     scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
+    """PriorityClasses and Kueue."""
     inference: InferenceConfig = field(default_factory=InferenceConfig)
+    """The reference inference service."""
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    """The GPU utilisation optimizer."""
     autoscaling: AutoscalingConfig = field(default_factory=AutoscalingConfig)
+    """Node and workload autoscalers."""
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    """The reference training job."""
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>_options.py``."""
 

@@ -100,8 +100,11 @@ class Taint:
     """A Kubernetes node taint in Kubernetes' own spelling (effect ``NoSchedule``...)."""
 
     key: str
+    """Taint key."""
     value: str
+    """Taint value (may be empty)."""
     effect: str = "NoSchedule"
+    """``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``."""
 
     def as_string(self) -> str:
         """``key=value:Effect``: AKS ``node_taints`` and kubelet ``--register-with-taints`` form."""

@@ -31,10 +31,11 @@ class Sharing:
     """How the GPUs of a pool are shared between pods."""
 
     mode: str = "exclusive"
+    """``exclusive`` (one pod per GPU), ``time-slicing``, ``mps``, ``mig`` or ``hami``."""
     replicas: int = 1
-    """Pods per physical GPU for time-slicing, MPS and HAMi."""
+    """Pods per physical GPU for time-slicing, MPS and HAMi (required there, >= 2); 1 otherwise."""
     mig_profile: Optional[str] = None
-    """MIG profile (``1g.10gb``) applied to every GPU of the pool when ``mode == 'mig'``."""
+    """MIG profile (``1g.10gb``) applied to every GPU of the pool when ``mode == 'mig'`` (required there)."""
 
     @property
     def shared(self) -> bool:

@@ -77,16 +77,25 @@ class AzureClusterOptions:
     vnet_subnet_id: Optional[str] = None
     """Existing node subnet; None creates a VNet and subnet."""
     vnet_address_space: str = "10.224.0.0/12"
+    """Address space of a new VNet (AKS's own default)."""
     subnet_address_prefix: str = "10.224.0.0/16"
+    """Node subnet of a new VNet."""
     pod_cidr: str = "10.244.0.0/16"
+    """Azure CNI overlay pod range (outside the VNet)."""
     service_cidr: str = "10.0.0.0/16"
+    """Kubernetes Service range; the DNS service takes its ``.10`` address."""
     dns_service_ip: str = "10.0.0.10"
     """The ``.10`` address of ``service_cidr`` (AKS's convention)."""
     os_sku: str = "Ubuntu"
+    """Node OS of every pool: ``Ubuntu``, ``Ubuntu2204``, ``AzureLinux`` or ``AzureLinux3``."""
     system_pool_vm_size: str = "Standard_D4ds_v5"
+    """VM size of the System pool (platform services run there)."""
     system_pool_min_nodes: int = 2
+    """System pool autoscaler minimum."""
     system_pool_max_nodes: int = 3
+    """System pool autoscaler maximum (at least the minimum)."""
     sku_tier: str = "Standard"
+    """AKS pricing tier: ``Free``, ``Standard`` (uptime SLA) or ``Premium``."""
     register_infiniband_feature: bool = True
     """Register ``AKSInfinibandSupport`` when a pool has ``rdma: true``; false when it is registered already."""
 
