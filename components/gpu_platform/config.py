@@ -80,7 +80,8 @@ class NodePoolConfig:
     gpus_per_node: int = 0
     """GPUs per node; derived from the shape except for GCP N1 and existing clusters."""
     accelerator: str = ""
-    """GCP N1 only: the accelerator type attached (``nvidia-tesla-t4``, ``nvidia-tesla-v100``)."""
+    """GCP N1 only: the accelerator type attached (``nvidia-tesla-t4``, ``nvidia-tesla-v100``); derived from the
+    machine type on every other GCP shape."""
     cloud_options: Any = None
     """The cloud's own pool settings, parsed by ``clouds/<cloud>_options.py``."""
 

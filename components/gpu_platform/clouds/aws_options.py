@@ -112,6 +112,8 @@ class AwsPoolOptions:
 
     @property
     def capacity_block(self) -> bool:
+        """The ``capacityReservationId`` is a Capacity Block for ML (capacity type ``CAPACITY_BLOCK``); needs the
+        reservation id, not with ``spot``."""
         return self.capacity_type == CAPACITY_BLOCK
 
 

@@ -105,7 +105,8 @@ class AzurePoolOptions:
     """One GPU pool's AKS settings (``nodePools[i].<key>``)."""
 
     agent_pool_name: str
-    """AKS agent pool name (lower-case letters and digits, at most 12, starting with a letter)."""
+    """AKS agent pool name (lower-case letters and digits, at most 12, starting with a letter). Default: derived
+    from the pool name."""
     os_sku: Optional[str] = None
     """Node OS; None means the cluster's ``osSku``."""
     spot_max_price: Optional[float] = None
