@@ -57,8 +57,9 @@ class KedaOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
     namespace: str
 
-    def __init__(self, name: str, args: Optional[KedaOperatorArgs] = None,
-                 opts: Optional[pulumi.ResourceOptions] = None):
+    # ``args`` is a plain TypedDict (pass ``{}`` for the defaults): Pulumi's schema analyzer, which serves the
+    # component to other languages, cannot read an Optional args annotation.
+    def __init__(self, name: str, args: KedaOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:KedaOperator", name, {}, opts)
         args = args or {}
         self.namespace = args.get("namespace") or DEFAULT_NAMESPACE
