@@ -1,0 +1,94 @@
+"""Regenerate (or check) every generated file the repository checks in.
+
+    python -m gpu_platform.generate          # rewrite them
+    python -m gpu_platform.generate --check  # exit 1 and name the stale ones
+
+- ``docs/configuration.md``: the configuration reference (`docgen.config_reference`);
+- ``docs/support-matrix.md``: clouds, shapes, sharing, drivers, RDMA, autoscalers (`docgen.support_matrix`);
+- ``provider/schema.json``: the component package schema other Pulumi languages see (`provider`).
+
+Run from the repository root (or pass ``--root``). The tests fail with this command in their message when a
+checked-in copy differs from what the code generates.
+"""
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Optional
+
+COMMAND = "python -m gpu_platform.generate"
+
+
+def _configuration() -> str:
+    from .docgen import config_reference
+
+    return config_reference.page()
+
+
+def _support_matrix() -> str:
+    from .docgen import support_matrix
+
+    return support_matrix.page()
+
+
+def _schema() -> str:
+    from . import provider
+
+    return provider.schema_text(provider.schema())
+
+
+GENERATED: dict[str, Callable[[], str]] = {
+    "docs/configuration.md": _configuration,
+    "docs/support-matrix.md": _support_matrix,
+    "provider/schema.json": _schema,
+}
+"""Checked-in path (relative to the repository root) -> the function that renders it."""
+
+
+def stale(root: Path, only: Optional[list[str]] = None) -> list[str]:
+    """Generated files whose checked-in copy differs from what the code renders now."""
+    out = []
+    for path, render in GENERATED.items():
+        if only and path not in only:
+            continue
+        target = root / path
+        if not target.exists() or target.read_text(encoding="utf-8") != render():
+            out.append(path)
+    return out
+
+
+def write(root: Path) -> list[str]:
+    """Render every generated file; return the ones that changed."""
+    changed = []
+    for path, render in GENERATED.items():
+        target = root / path
+        text = render()
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description="regenerate the checked-in generated files")
+    parser.add_argument("--check", action="store_true", help="only check; exit 1 when a file is stale")
+    parser.add_argument("--root", default=".", help="repository root (default: the current directory)")
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    if not (root / "pyproject.toml").exists():
+        print(f"error: {root.resolve()} is not the repository root (no pyproject.toml)", file=sys.stderr)
+        return 2
+    if args.check:
+        outdated = stale(root)
+        for path in outdated:
+            print(f"stale: {path}", file=sys.stderr)
+        return 1 if outdated else 0
+    for path in write(root):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
