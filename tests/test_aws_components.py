@@ -31,7 +31,7 @@ def run_pool(instance_type, rdma=False, spot=False, **args):
 
 
 def efa_interfaces(cards):
-    groups = ["sg-cluster", "train-efa-id"]
+    groups = ["sg-cluster", "sg-train-efa"]
     return [{"deleteOnTermination": "true", "deviceIndex": 0, "interfaceType": "efa", "networkCardIndex": 0,
              "securityGroups": groups}] + [
         {"deleteOnTermination": "true", "deviceIndex": 1, "interfaceType": "efa-only", "networkCardIndex": card,
@@ -51,7 +51,7 @@ def test_efa_pool_launch_template_interfaces_placement_and_security_group(instan
     for kind, name in (("Ingress", "train-efa-ingress"), ("Egress", "train-efa-egress")):
         rule = rec.one(f"aws:vpc/securityGroup{kind}Rule:SecurityGroup{kind}Rule", name).inputs
         assert (rule["ipProtocol"], rule["securityGroupId"], rule["referencedSecurityGroupId"]) == (
-            "-1", "train-efa-id", "train-efa-id")
+            "-1", "sg-train-efa", "sg-train-efa")
     group = rec.one(NODE_GROUP, "train-nodes")
     assert group.inputs["launchTemplate"] == {"id": "train-lt-id", "version": "1"}
     assert group.inputs["labels"]["gpu-platform.io/rdma"] == "efa"
@@ -68,7 +68,7 @@ def test_gpu_pool_node_group_exact_inputs():
     assert group.inputs["instanceTypes"] == ["g6.xlarge"]
     assert group.inputs["taints"] == GPU_TAINT
     assert group.inputs["labels"] == {"gpu-platform.io/accelerator": "l4", "gpu-platform.io/gpu-sharing": "exclusive",
-                                      "gpu-platform.io/pool": "train"}
+                                      "gpu-platform.io/pool": "train", "k8s.amazonaws.com/accelerator": "nvidia-l4"}
     assert group.inputs["scalingConfig"] == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
     assert group.inputs["subnetIds"] == ["subnet-a"]
     assert group.inputs["nodeRepairConfig"] == {"enabled": True}
@@ -78,6 +78,7 @@ def test_gpu_pool_node_group_exact_inputs():
         f"{CA}/label/gpu-platform.io/accelerator": "l4",
         f"{CA}/label/gpu-platform.io/gpu-sharing": "exclusive",
         f"{CA}/label/gpu-platform.io/pool": "train",
+        f"{CA}/label/k8s.amazonaws.com/accelerator": "nvidia-l4",
         f"{CA}/resources/nvidia.com/gpu": "1",
         f"{CA}/taint/nvidia.com/gpu": "present:NoSchedule",
     }
@@ -171,7 +172,7 @@ def test_cluster_inputs(dev):
     assert cluster["name"] == "gpu" and cluster["version"] == "1.34"
     assert cluster["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}
     assert cluster["bootstrapSelfManagedAddons"] is False
-    assert cluster["vpcConfig"]["subnetIds"] == [f"gpu-{kind}-us-west-2{z}-id" for kind in ("private", "public")
+    assert cluster["vpcConfig"]["subnetIds"] == [f"subnet-gpu-{kind}-us-west-2{z}" for kind in ("private", "public")
                                                  for z in "abc"]
     assert rec.one("pulumi:providers:aws", "gpu-aws").inputs["region"] == "us-west-2"
     assert rec.one("pulumi:providers:kubernetes", "gpu-k8s").inputs["kubeconfig"] == "[secret]"
@@ -227,11 +228,11 @@ def test_node_role_policies(dev):
 
 def test_efa_pool_pinned_to_one_zone_inference_pool_everywhere(dev):
     rec, handle = dev
-    assert rec.one(NODE_GROUP, "gpu-h100-train-nodes").inputs["subnetIds"] == ["gpu-private-us-west-2a-id"]
+    assert rec.one(NODE_GROUP, "gpu-h100-train-nodes").inputs["subnetIds"] == ["subnet-gpu-private-us-west-2a"]
     assert rec.one(NODE_GROUP, "gpu-l4-infer-nodes").inputs["subnetIds"] == [
-        f"gpu-private-us-west-2{z}-id" for z in "abc"]
+        f"subnet-gpu-private-us-west-2{z}" for z in "abc"]
     assert rec.one(LAUNCH_TEMPLATE, "gpu-h100-train-lt").inputs["networkInterfaces"][0]["securityGroups"] == [
-        "sg-gpu", "gpu-h100-train-efa-id"]
+        "sg-gpu", "sg-gpu-h100-train-efa"]
     assert [p.name for p in handle.pools] == ["l4-infer", "h100-train"]
     assert handle.pools[1].rdma_resource == "vpc.amazonaws.com/efa" and handle.pools[1].rdma_interfaces == 32
     assert handle.cloud == "aws" and set(handle.node_pool_ids) == {"l4-infer", "h100-train"}
@@ -240,7 +241,7 @@ def test_efa_pool_pinned_to_one_zone_inference_pool_everywhere(dev):
 def test_pool_zone_and_existing_vpc():
     raw = {**DEV, "nodePools": [{**DEV["nodePools"][1], "zones": ["us-west-2d"]}]}
     rec, _ = run_stack(raw)
-    assert rec.one(NODE_GROUP, "gpu-h100-train-nodes").inputs["subnetIds"] == ["gpu-private-us-west-2d-id"]
+    assert rec.one(NODE_GROUP, "gpu-h100-train-nodes").inputs["subnetIds"] == ["subnet-gpu-private-us-west-2d"]
     existing = {**DEV, "vpcId": "vpc-0123456789abcdef0",
                 "privateSubnetIds": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"],
                 "nodePools": [DEV["nodePools"][0],
@@ -264,7 +265,7 @@ def test_eks_cluster_as_a_library_component_owns_its_gpu_pools():
     cluster = rec.one("gpuplatform:index:EksCluster", "c")
     pools = rec.of_type("gpuplatform:index:EksGpuNodePool")
     assert {p.name for p in pools} == {"c-train", "c-infer"} and {p.parent for p in pools} == {cluster.urn}
-    assert rec.one(NODE_GROUP, "c-train-nodes").inputs["subnetIds"] == ["c-private-eu-west-1a-id"]
+    assert rec.one(NODE_GROUP, "c-train-nodes").inputs["subnetIds"] == ["subnet-c-private-eu-west-1a"]
     assert rec.one(NODE_GROUP, "c-train-nodes").inputs["clusterName"] == "c"
     assert len(rec.one(NODE_GROUP, "c-infer-nodes").inputs["subnetIds"]) == 3
     assert len(rec.one(LAUNCH_TEMPLATE, "c-train-lt").inputs["networkInterfaces"]) == 4

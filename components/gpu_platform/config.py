@@ -186,6 +186,22 @@ class AutoscalingConfig:
     """AWS: ``karpenter`` or ``cluster-autoscaler`` (default). Other clouds use their built-in autoscaler."""
     vpa: bool = True
     """Install the Vertical Pod Autoscaler (recommendation mode for training workloads)."""
+    vpa_mode: str = "Off"
+    """``vpaMode``: ``Off`` (recommendations only) or ``Initial`` (applied when a pod is created, never evicts)."""
+    vpa_workloads: tuple[str, ...] = ("training",)
+    """``vpaWorkloads``: the platform's workloads that get a VPA: ``training`` (Job + retraining CronJob),
+    ``inference`` (the inference Deployment)."""
+    vpa_resources: tuple[str, ...] = ("cpu", "memory")
+    """``vpaResources``: what the VPAs control, a subset of ``cpu``, ``memory`` (never GPUs)."""
+    scale_down_unneeded_minutes: int = 30
+    """``scaleDownUnneededMinutes``: how long a GPU node stays idle before the node autoscaler removes it
+    (cluster-autoscaler/AKS/OKE scale-down-unneeded-time, Karpenter consolidateAfter)."""
+    max_node_provision_minutes: int = 25
+    """``maxNodeProvisionMinutes``: how long a new GPU node may take to become ready (boot, driver, device plugin)
+    before the cluster autoscaler gives up on it (cluster-autoscaler, AKS and OKE max-node-provision-time)."""
+    metrics_server: bool = False
+    """``metricsServer``: install metrics-server with the VPA (its recommender reads ``metrics.k8s.io``).
+    Default: true on AWS and OCI, whose clusters have none; AKS and GKE run their own."""
 
 
 @dataclass(frozen=True)
@@ -632,15 +648,41 @@ def parse_optimizer(raw: Mapping) -> OptimizerConfig:
 
 
 AUTOSCALERS = {"aws": ("cluster-autoscaler", "karpenter")}
+VPA_MODES = ("Off", "Initial")
+VPA_WORKLOADS = ("training", "inference")
+VPA_RESOURCES = ("cpu", "memory")
+METRICS_SERVER_DEFAULT = {"aws": True, "oci": True}
+"""Clouds whose clusters come without metrics-server (EKS and OKE offer it only as an add-on)."""
+
+
+def _read_choices(sec: Mapping, key: str, path: str, choices: tuple[str, ...], default: tuple[str, ...]
+                  ) -> tuple[str, ...]:
+    """A list of distinct values out of ``choices`` (at least one); the default when the key is absent."""
+    if key not in sec or sec[key] is None:
+        return default
+    values = read_list(sec, key, path, non_empty=True)
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or value not in choices:
+            raise ConfigError(join(join(path, key), i), one_of(str(value), choices))
+        if value in values[:i]:
+            raise ConfigError(join(join(path, key), i), f"'{value}' is listed twice")
+    return tuple(values)
 
 
 def parse_autoscaling(raw: Mapping, cloud: str) -> AutoscalingConfig:
     sec, path = _section(raw, "autoscaling"), "autoscaling"
-    check_keys(sec, {"autoscaler", "vpa"}, path)
+    check_keys(sec, {"autoscaler", "vpa", "vpaMode", "vpaWorkloads", "vpaResources", "scaleDownUnneededMinutes",
+                     "maxNodeProvisionMinutes", "metricsServer"}, path)
     choices = AUTOSCALERS.get(cloud, ("built-in",))
     return AutoscalingConfig(
         autoscaler=read_enum(sec, "autoscaler", path, choices, choices[0]),
         vpa=read_bool(sec, "vpa", path, True),
+        vpa_mode=read_enum(sec, "vpaMode", path, VPA_MODES, "Off"),
+        vpa_workloads=_read_choices(sec, "vpaWorkloads", path, VPA_WORKLOADS, ("training",)),
+        vpa_resources=_read_choices(sec, "vpaResources", path, VPA_RESOURCES, VPA_RESOURCES),
+        scale_down_unneeded_minutes=read_int(sec, "scaleDownUnneededMinutes", path, 30, minimum=1),
+        max_node_provision_minutes=read_int(sec, "maxNodeProvisionMinutes", path, 25, minimum=1),
+        metrics_server=read_bool(sec, "metricsServer", path, METRICS_SERVER_DEFAULT.get(cloud, False)),
     )
 
 
@@ -722,10 +764,20 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     )
     _check_software(config)
     _check_scheduling(config)
+    _check_autoscalers(config)
     parse_cluster = getattr(options, "parse_cluster_options", None)
     if parse_cluster is not None:
         config = _replace(config, cluster_options=parse_cluster(raw, config))
     return config
+
+
+def _check_autoscalers(config: PlatformConfig) -> None:
+    """A VPA and an HPA never act on the same resource of the same workload (the autoscaling layer's rule)."""
+    if not config.autoscaling.vpa:
+        return
+    from .kube.autoscaling_plan import check_platform_autoscalers  # the kube layer imports this module
+
+    check_platform_autoscalers(config)
 
 
 # Kueue's ResourceFlavor takes at most 8 tolerations (kueue.x-k8s.io/v1beta2 CRD, spec.tolerations maxItems).

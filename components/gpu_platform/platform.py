@@ -146,6 +146,31 @@ class GpuPlatform(pulumi.ComponentResource):
                 "dry_run": config.optimizer.dry_run,
             }, opts=self._k8s_opts())
         # [layer: autoscaling]
+        from .clouds.autoscalers import node_autoscaler_from_config
+
+        # GPU node autoscaling per cloud: Karpenter or cluster-autoscaler on EKS, the OKE add-on; AKS and GKE scale
+        # their pools themselves with the profile their cloud layer set on the cluster.
+        node_autoscaler = node_autoscaler_from_config(name, config, self.cluster, self._k8s_opts())
+        if node_autoscaler is not None:
+            self.layers["node_autoscaler"] = node_autoscaler
+        if config.autoscaling.vpa:
+            from .kube import inference_objects
+            from .kube.autoscaling import WorkloadAutoscaling
+            from .kube.autoscaling_plan import planned_vpa_targets
+
+            # The VPAs are checked against the horizontal autoscaler the workloads layer actually built.
+            inference = getattr(self.layers.get("workloads"), "spec", None)
+            hpas = [] if inference is None or inference.autoscaler == "none" else [
+                inference_objects.scaled_object(inference) if inference.uses_keda
+                else inference_objects.horizontal_pod_autoscaler(inference)]
+            self.layers["autoscaling"] = WorkloadAutoscaling(f"{name}-autoscaling", {
+                "vpa_targets": [{"namespace": t.namespace, "kind": t.kind, "name": t.name,
+                                 "api_version": t.api_version} for _, t in planned_vpa_targets(config, self.pools)],
+                "vpa_mode": config.autoscaling.vpa_mode,
+                "vpa_resources": list(config.autoscaling.vpa_resources),
+                "horizontal_autoscalers": hpas,
+                "metrics_server": config.autoscaling.metrics_server,
+            }, opts=self._k8s_opts())
 
 
 def read_engine_config() -> dict[str, Any]:

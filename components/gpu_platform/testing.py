@@ -128,7 +128,7 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     "aws:iam/role:Role": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{i.get('name', n)}", "name": i.get("name", n)},
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _aws_arn("iam", "oidc-provider"),
     "aws:eks/nodeGroup:NodeGroup": lambda n, i: {
-        "arn": f"arn:aws:eks:{DEFAULT_REGION}:{ACCOUNT_ID}:nodegroup/{n}",
+        "arn": f"arn:aws:eks:{DEFAULT_REGION}:{ACCOUNT_ID}:nodegroup/{n}", "nodeGroupName": i.get("nodeGroupName", n),
         "resources": [{"autoscalingGroups": [{"name": f"eks-{n}-asg"}]}], "status": "ACTIVE"},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda n, i: {"latestVersion": 1, "defaultVersion": 1,
                                                            "arn": f"arn:aws:ec2:{DEFAULT_REGION}:{ACCOUNT_ID}:launch-template/lt-{n}"},
@@ -137,6 +137,13 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     "aws:ec2/securityGroup:SecurityGroup": _aws_arn("ec2", "security-group"),
     "aws:ec2/placementGroup:PlacementGroup": lambda n, i: {
         **_aws_arn("ec2", "placement-group")(n, i), "name": i.get("name", n), "placementGroupId": f"pg-{n}"},
+    "aws:iam/instanceProfile:InstanceProfile": lambda n, i: {
+        "arn": f"arn:aws:iam::{ACCOUNT_ID}:instance-profile/{i.get('name', n)}", "name": i.get("name", n)},
+    "aws:cloudwatch/eventRule:EventRule": lambda n, i: {
+        "arn": f"arn:aws:events:{DEFAULT_REGION}:{ACCOUNT_ID}:rule/{i.get('name', n)}", "name": i.get("name", n)},
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": lambda n, i: {
+        "associationArn": f"arn:aws:eks:{DEFAULT_REGION}:{ACCOUNT_ID}:podidentityassociation/{n}",
+        "associationId": f"a-{n}"},
     "aws:sqs/queue:Queue": lambda n, i: {"arn": f"arn:aws:sqs:{DEFAULT_REGION}:{ACCOUNT_ID}:{n}",
                                          "url": f"https://sqs.{DEFAULT_REGION}.amazonaws.com/{ACCOUNT_ID}/{n}",
                                          "name": i.get("name", n)},
@@ -284,10 +291,16 @@ CALLS: dict[str, Callable[[dict], dict]] = {
 """Answers per invoke token. Extend it for the data sources your own stack calls."""
 
 
+AWS_ID_PREFIXES = {"aws:ec2/subnet:Subnet": "subnet", "aws:ec2/securityGroup:SecurityGroup": "sg"}
+"""EC2 ids carry their kind's prefix (``subnet-...``, ``sg-...``): Karpenter's EC2NodeClass schema checks it."""
+
+
 def outputs_for(type_: str, name: str, inputs: dict) -> tuple[str, dict]:
     """(id, state) a realistic engine would return for a new resource."""
     extra = OUTPUTS.get(type_, lambda n, i: {})(name, inputs)
-    if type_.startswith("oci:"):
+    if type_ in AWS_ID_PREFIXES:
+        resource_id = f"{AWS_ID_PREFIXES[type_]}-{name}"
+    elif type_.startswith("oci:"):
         kind = type_.split(":")[-1].lower()
         resource_id = _oci_id(kind)(name)
     elif type_.startswith("azure-native:") and "id" in extra:

@@ -62,11 +62,29 @@ KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.5.3", "https://promet
 # ScaledObject (keda.sh/v1alpha1, CRD installed by the chart: crds.install). Values keys we set checked in
 # kedacore/charts@v2.20.2:keda/values.yaml (tests/data/chart_keys/keda-2.20.2.keys).
 KEDA = Chart("keda", "2.20.2", "https://kedacore.github.io/charts")
+# Node and workload autoscalers.
+# Karpenter 1.14.1 (OCI chart public.ecr.aws/karpenter/karpenter, chart version = release tag; supports Kubernetes
+# 1.30-1.36 per its compatibility matrix). Values keys checked in aws/karpenter-provider-aws@v1.14.1:
+# charts/karpenter/values.yaml (tests/data/chart_keys/karpenter-1.14.1.keys); NodePool/EC2NodeClass schemas from
+# the same tag's pkg/apis/crds.
+KARPENTER = Chart("oci://public.ecr.aws/karpenter/karpenter", "1.14.1")
+# cluster-autoscaler chart 9.43.1 (kubernetes/autoscaler charts/cluster-autoscaler/Chart.yaml, appVersion 1.31.0).
+# Its image follows the cluster's Kubernetes minor (the autoscaler simulates that minor's scheduler):
+# CLUSTER_AUTOSCALER_IMAGE_TAGS. Values keys: tests/data/chart_keys/cluster-autoscaler-9.43.1.keys.
+CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.43.1", "https://kubernetes.github.io/autoscaler")
+CLUSTER_AUTOSCALER_IMAGE_TAGS = {"1.33": "v1.33.1", "1.34": "v1.34.0", "1.35": "v1.35.0"}
+"""registry.k8s.io/autoscaling/cluster-autoscaler tag per Kubernetes minor of the EKS versions the platform pins."""
+# Fairwinds vpa chart 5.0.0 = Vertical Pod Autoscaler 1.7.1 (FairwindsOps/charts@5f478fce:stable/vpa; its crds/
+# directory installs autoscaling.k8s.io/v1). Values keys: tests/data/chart_keys/vpa-5.0.0.keys.
+VPA = Chart("vpa", "5.0.0", "https://charts.fairwinds.com/stable")
 
 # Kubernetes API versions of the custom resources the platform creates.
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 PROMETHEUS_OPERATOR_API_VERSION = "monitoring.coreos.com/v1"
 KEDA_API_VERSION = "keda.sh/v1alpha1"
+KARPENTER_API_VERSION = "karpenter.sh/v1"
+KARPENTER_AWS_API_VERSION = "karpenter.k8s.aws/v1"
+VPA_API_VERSION = "autoscaling.k8s.io/v1"
 
 TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:25.05-py3"
 """NGC PyTorch container (PyTorch, CUDA, NCCL) the reference training job runs; a tag NGC publishes (25.05)."""

@@ -19,6 +19,7 @@ from ..kube.common import child_opts
 from ..labels import DOMAIN
 from ..pools import GpuPool, GpuPoolSpec
 from . import aws_iam, aws_nodes
+from . import aws_karpenter_objects as karpenter_objects
 from .aws_efa import efa_self_rules
 from .aws_kubeconfig import eks_kubeconfig
 from .aws_options import AL2023_NVIDIA, CAPACITY_BLOCK, ON_DEMAND, SPOT, SYSTEM_AMI_TYPE, AwsPoolOptions
@@ -470,14 +471,21 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     if options.new_vpc and not zones:
         pool_zones = [z for p in config.node_pools for z in p.zones]
         zones = vpc_zones([], pool_zones, region_zones(config.region, pulumi.InvokeOptions(provider=provider)))
+    karpenter = config.autoscaling.autoscaler == "karpenter"
     pools: list[EksGpuNodePoolArgs] = []
     for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
         pool_options: AwsPoolOptions = pool_config.cloud_options
+        desired = pool_config.desired_nodes
+        if karpenter:
+            # Karpenter keeps no minimum: a node group of exactly minNodes holds the baseline (none at 0).
+            if karpenter_objects.split(pool).baseline_nodes == 0:
+                continue
+            pool, desired = karpenter_objects.baseline_pool(pool), pool.min_nodes
         entry = EksGpuNodePoolArgs(
             pool=pool.spec(), ami_type=pool_options.ami_type,
             capacity_reservation_id=pool_options.capacity_reservation_id, capacity_block=pool_options.capacity_block,
             disk_size_gib=pool_options.disk_size_gib, placement_group=pool_options.placement_group,
-            desired_nodes=pool_config.desired_nodes, tags=tags)
+            desired_nodes=desired, tags=tags)
         if pool_options.subnet_ids:
             entry["subnet_ids"] = list(pool_options.subnet_ids)
         if pool_config.zones:
@@ -507,14 +515,44 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         cluster_name=cluster.cluster_name,
         kubeconfig=cluster.kubeconfig,
         provider=cluster.provider,
-        pools=cluster.gpu_pools,
+        # With Karpenter a node group holds only a pool's baseline (or nothing): the pools as configured.
+        pools=config.gpu_pools() if karpenter else cluster.gpu_pools,
         node_pool_ids={n: p.node_group_name for n, p in cluster.node_pools.items()},
         outputs={
             "endpoint": cluster.endpoint, "oidc_issuer": cluster.oidc_issuer,
             "oidc_provider_arn": cluster.oidc_provider_arn, "node_role_arn": cluster.node_role_arn,
             "cluster_security_group_id": cluster.cluster_security_group_id, "vpc_id": cluster.vpc_id,
-            "region": config.region, "aws_provider": provider,
+            "region": config.region, "aws_provider": provider, "tags": tags,
+            "system_node_group_name": cluster.system_node_group.node_group_name,
             "autoscaling_group_names": {n: p.autoscaling_group_name for n, p in cluster.node_pools.items()},
+            "karpenter_pools": karpenter_pools(config, cluster) if karpenter else [],
         },
         ready=[cluster.system_node_group, *(cluster.addons[a] for a in LATE_ADDONS), *cluster.node_pools.values()],
     )
+
+
+def karpenter_pools(config: PlatformConfig, cluster: EksCluster) -> list[dict]:
+    """Karpenter's share of each pool (`aws_karpenter.KarpenterPoolArgs`): the nodes above the baseline, in the
+    pool's subnets, sharing the baseline node group's EFA security group and placement group."""
+    shares: list[dict] = []
+    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
+        nodes = karpenter_objects.split(pool).karpenter_nodes
+        if nodes == 0:
+            continue
+        options: AwsPoolOptions = pool_config.cloud_options
+        zones = list(pool_config.zones)
+        if pool.rdma_fabric and not zones and cluster.zones:
+            zones = cluster.zones[:1]  # as EksCluster places an EFA node group: the VPC's first zone
+        share = {
+            "pool": pool.spec(), "nodes": nodes, "ami_type": options.ami_type,
+            "capacity_type": options.capacity_type, "capacity_reservation_id": options.capacity_reservation_id,
+            "disk_size_gib": options.disk_size_gib, "placement_group": options.placement_group,
+            "subnet_ids": list(options.subnet_ids) or cluster.subnet_ids_for(zones),
+        }
+        baseline = cluster.node_pools.get(pool.name)
+        if baseline is not None and baseline.efa_security_group is not None:
+            share["security_group_ids"] = [baseline.efa_security_group.id]
+        if baseline is not None and baseline.placement_group is not None:
+            share["placement_group_name"] = baseline.placement_group.name
+        shares.append(share)
+    return shares

@@ -19,12 +19,20 @@ IMAGE_VOLUME_DEVICE = {"AL2023_x86_64_NVIDIA": "/dev/xvda", BOTTLEROCKET_NVIDIA:
 
 
 def node_labels(pool: GpuPool, ami_type: str) -> dict[str, str]:
-    """The node group's Kubernetes labels: the pool's labels, plus, on Bottlerocket, the GPU Operator's switch
-    that keeps its device plugin off nodes whose OS already runs one."""
+    """The node group's Kubernetes labels: the pool's labels, the cluster-autoscaler's GPU label (so it waits for a
+    new node's device plugin instead of adding nodes), plus, on Bottlerocket, the GPU Operator's switch that keeps
+    its device plugin off nodes whose OS already runs one."""
     result = dict(pool.labels)
+    result[labels.AWS_ACCELERATOR_LABEL] = accelerator_label_value(pool)
     if ami_type == BOTTLEROCKET_NVIDIA:
         result[labels.DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
     return dict(sorted(result.items()))
+
+
+def accelerator_label_value(pool: GpuPool) -> str:
+    """``k8s.amazonaws.com/accelerator`` of a pool's nodes, in the autoscaler's ``nvidia-<gpu>`` form (only its
+    presence matters on AWS; the value names the GPU)."""
+    return f"nvidia-{pool.gpu_model}"
 
 
 def node_taints(pool: GpuPool) -> list[dict]:

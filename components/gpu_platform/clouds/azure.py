@@ -33,6 +33,7 @@ from .. import catalog
 from ..config import PlatformConfig
 from ..kube.common import child_opts
 from ..pools import GpuPool, GpuPoolSpec
+from .autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
 from .azure_names import agent_pool_name, dns_prefix
 from .azure_options import INFINIBAND_FEATURE, AzureClusterOptions
 from .azure_specs import (
@@ -170,6 +171,9 @@ class AksClusterArgs(TypedDict, total=False):
     """GPU pools; their ``resource_group_name``, ``cluster_name`` and default subnet come from the cluster."""
     register_infiniband_feature: bool
     """Register ``AKSInfinibandSupport`` when a pool is an InfiniBand pool. Default true."""
+    auto_scaler_profile: dict[str, str]
+    """The cluster autoscaler's settings (``auto_scaler_profile`` fields, snake_case). Default: the GPU profile
+    of `autoscaler_profile.aks_auto_scaler_profile` (slow GPU node starts, longer idle before scale-down)."""
     tags: dict[str, str]
     """Tags on the resource group, network, identity and cluster."""
 
@@ -253,6 +257,7 @@ class AksCluster(pulumi.ComponentResource):
                 args.get("pod_cidr", defaults.pod_cidr), args.get("service_cidr", defaults.service_cidr),
                 args.get("dns_service_ip", defaults.dns_service_ip)),
             sku={"name": "Base", "tier": args.get("sku_tier", defaults.sku_tier)},
+            auto_scaler_profile=dict(args.get("auto_scaler_profile") or aks_auto_scaler_profile(GpuScalingProfile())),
             tags=tags,
             **cluster_identity_profiles(self.identity.id),
             **cluster_optional,
@@ -345,6 +350,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         system_pool_vm_size=options.system_pool_vm_size, system_pool_min_nodes=options.system_pool_min_nodes,
         system_pool_max_nodes=options.system_pool_max_nodes, sku_tier=options.sku_tier, gpu_pools=pools,
         register_infiniband_feature=options.register_infiniband_feature,
+        auto_scaler_profile=aks_auto_scaler_profile(GpuScalingProfile(
+            config.autoscaling.scale_down_unneeded_minutes, config.autoscaling.max_node_provision_minutes)),
         tags={"gpu-platform-stack": config.stack},
     )
     for key in ("resource_group_name", "cluster_name", "vnet_subnet_id"):

@@ -17,6 +17,7 @@ from ..config import PlatformConfig
 from ..kube.common import child_opts, metadata
 from ..pools import GpuPool, GpuPoolSpec
 from . import gcp_networks, gcp_options, gcp_pools
+from .autoscaler_profile import GKE_PROFILE, gke_cluster_autoscaling
 from .handle import ClusterHandle
 
 # ---------------------------------------------------------------------------------------------------------
@@ -98,6 +99,9 @@ class GkeClusterArgs(TypedDict, total=False):
     """Range the GPU NIC subnets come from (allowed by the gVNIC VPCs' internal firewall rule)."""
     deletion_protection: bool
     """GKE deletion protection. Default: true."""
+    autoscaling_profile: str
+    """Cluster autoscaler profile: ``BALANCED`` (default; spare GPU nodes are kept longer, which slow-starting
+    GPU nodes need) or ``OPTIMIZE_UTILIZATION``. Node auto-provisioning stays off."""
 
 
 class AdditionalNodeNetwork(TypedDict):
@@ -219,6 +223,8 @@ class GkeCluster(pulumi.ComponentResource):
             initial_node_count=1,
             node_config={"service_account": self.node_service_account, "oauth_scopes": gcp_pools.OAUTH_SCOPES},
             deletion_protection=_get(args, "deletion_protection", True),
+            cluster_autoscaling={**gke_cluster_autoscaling(),
+                                 "autoscaling_profile": _get(args, "autoscaling_profile", GKE_PROFILE)},
             opts=self._child(*self.service_account_roles, *([self.nat] if self.nat else [])),
         )
         system_zones = 1 if zone else gcp_options.REGIONAL_DEFAULT_ZONES

@@ -368,6 +368,7 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "load_balancer_subnet_id": cluster.load_balancer_subnet_id,
             "compute_cluster_ids": {c.gpu_pool.name: c.compute_cluster_id for c in components
                                     if c.gpu_pool.rdma_fabric},
+            "oci_provider": provider,
         },
         ready=components,
     )

@@ -1,0 +1,89 @@
+"""The workload autoscalers a stack's configuration asks for, as bodies, decided before anything is registered.
+
+The platform's horizontal autoscaler is the inference service's (a KEDA ScaledObject on queue depth and CPU, or a
+CPU HPA); its VPAs size the workloads ``autoscaling.vpaWorkloads`` names. `check_platform_autoscalers` applies the
+VPA/HPA rule to them while the configuration is parsed, so a conflicting stack fails with one line naming
+``autoscaling.vpaWorkloads`` and no resource is created.
+"""
+
+from typing import Any, Optional
+
+from ..config import PlatformConfig
+from ..errors import ConfigError
+from ..pools import GpuPool, training_pool
+from . import inference_objects, training_objects
+from .autoscaler_conflicts import autoscaler_conflicts
+from .vpa_objects import VpaTarget, vertical_pod_autoscaler
+
+PLANNED_PROMETHEUS_URL = "http://prometheus.monitoring.svc:9090"
+"""Stands in for the monitoring layer's address: it only reaches a trigger's metadata, never what is scaled."""
+
+
+def training_targets(namespace: str) -> list[VpaTarget]:
+    """The reference training Job and its retraining CronJob (VPA follows a CronJob to the Jobs' pods)."""
+    return [VpaTarget(namespace, "Job", training_objects.NAME, "batch/v1"),
+            VpaTarget(namespace, "CronJob", training_objects.RETRAIN_NAME, "batch/v1")]
+
+
+def inference_target(namespace: str, name: str = inference_objects.APP_NAME) -> VpaTarget:
+    """The inference Deployment."""
+    return VpaTarget(namespace, "Deployment", name, "apps/v1")
+
+
+def training_namespace(config: PlatformConfig, pools: list[GpuPool]) -> Optional[str]:
+    """The team namespace the training layer puts the reference job in, or None when it builds none (the same
+    conditions as the training layer: enabled, a training pool, a first team with GPUs)."""
+    team = config.teams[0] if config.teams else None
+    if config.training.enabled and training_pool(pools) is not None and team is not None and team.gpu_quota > 0:
+        return team.name
+    return None
+
+
+def inference_pool_of(config: PlatformConfig, pools: list[GpuPool]) -> Optional[GpuPool]:
+    if not config.inference.enabled:
+        return None
+    from .workloads import chosen_pool
+
+    return chosen_pool(config, pools)
+
+
+def planned_vpa_targets(config: PlatformConfig, pools: list[GpuPool]) -> list[tuple[str, VpaTarget]]:
+    """(workload, target) for every workload of ``autoscaling.vpaWorkloads`` the platform builds."""
+    targets: list[tuple[str, VpaTarget]] = []
+    if "training" in config.autoscaling.vpa_workloads:
+        namespace = training_namespace(config, pools)
+        if namespace is not None:
+            targets += [("training", t) for t in training_targets(namespace)]
+    if "inference" in config.autoscaling.vpa_workloads and inference_pool_of(config, pools) is not None:
+        targets.append(("inference", inference_target(config.inference.namespace)))
+    return targets
+
+
+def planned_horizontal_autoscalers(config: PlatformConfig, pools: list[GpuPool]) -> list[dict[str, Any]]:
+    """The inference service's ScaledObject or HPA, as the workloads layer will build it (none without one)."""
+    pool = inference_pool_of(config, pools)
+    if pool is None:
+        return []
+    from .workloads import inference_args, spec_from_args
+
+    prometheus = PLANNED_PROMETHEUS_URL if config.monitoring.enabled else None
+    spec = spec_from_args(inference_args(config, pool, prometheus_url=prometheus))
+    if spec.autoscaler == "none":
+        return []
+    if spec.uses_keda:
+        return [inference_objects.scaled_object(spec)]
+    return [inference_objects.horizontal_pod_autoscaler(spec)]
+
+
+def check_platform_autoscalers(config: PlatformConfig) -> None:
+    """`ConfigError` at ``autoscaling.vpaWorkloads[i]`` when a VPA the configuration asks for and the platform's
+    horizontal autoscaler would act on the same resource of one workload."""
+    pools = config.gpu_pools()
+    autoscaling = config.autoscaling
+    hpas = planned_horizontal_autoscalers(config, pools)
+    for workload, target in planned_vpa_targets(config, pools):
+        vpa = vertical_pod_autoscaler(target, autoscaling.vpa_mode, autoscaling.vpa_resources)
+        problems = autoscaler_conflicts(hpas, [vpa])
+        if problems:
+            index = autoscaling.vpa_workloads.index(workload)
+            raise ConfigError(f"autoscaling.vpaWorkloads[{index}]", problems[0])
