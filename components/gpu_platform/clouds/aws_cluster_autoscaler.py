@@ -16,6 +16,7 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 
 from .. import labels
 from ..config import PlatformConfig
@@ -117,7 +118,7 @@ class EksClusterAutoscaler(pulumi.ComponentResource):
 
     role: aws.iam.Role
     pod_identity: aws.eks.PodIdentityAssociation
-    release: pulumi.Resource
+    release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: EksClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:EksClusterAutoscaler", name, {}, opts)

@@ -16,6 +16,7 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 
 from ..config import PlatformConfig
 from ..kube.common import child_opts, helm_release
@@ -92,7 +93,7 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
     controller_role: aws.iam.Role
     queue: aws.sqs.Queue
     """The interruption queue (spot interruptions, rebalance, scheduled changes, state changes)."""
-    release: pulumi.Resource
+    release: k8s.helm.v3.Release
     """The karpenter Helm release (its chart installs the NodePool/EC2NodeClass CRDs)."""
     interruption_queue_name: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]

@@ -10,6 +10,7 @@ before it registers anything.
 from typing import Any, Optional, TypedDict
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from ..versions import VPA
 from . import vpa_objects
@@ -53,10 +54,8 @@ class WorkloadAutoscaling(pulumi.ComponentResource):
     """The VPA recommender (and, for ``Initial``, its admission controller) from the pinned ``vpa`` chart, with a
     VerticalPodAutoscaler on CPU/memory for each target; never one that acts on what an HPA scales on."""
 
-    release: pulumi.Resource
+    release: k8s.helm.v3.Release
     """The ``vpa`` Helm release (it installs the ``autoscaling.k8s.io`` CRDs)."""
-    vpas: list[pulumi.Resource]
-    """The VerticalPodAutoscalers, in target order."""
 
     def __init__(self, name: str, args: WorkloadAutoscalingArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpuplatform:index:WorkloadAutoscaling", name, {}, opts)
@@ -72,7 +71,9 @@ class WorkloadAutoscaling(pulumi.ComponentResource):
             f"{name}-vpa", VPA, "vpa", args.get("namespace", vpa_objects.NAMESPACE),
             vpa_objects.chart_values(mode, bool(args.get("metrics_server", False))), child_opts(self, opts))
         # The chart's crds/ install the VerticalPodAutoscaler kind: every VPA waits for the release.
-        self.vpas = [
+        # The VerticalPodAutoscalers, in target order (KubernetesObjects have no cross-language schema form:
+        # annotated here, not at class level, so they stay a Python-only attribute).
+        self.vpas: list[KubernetesObject] = [
             KubernetesObject(f"{name}-{t.namespace}-{t.kind.lower()}-{t.name}", body,
                              child_opts(self, opts, depends_on=[self.release]))
             for t, body in zip(targets, bodies, strict=True)
