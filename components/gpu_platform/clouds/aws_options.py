@@ -224,6 +224,20 @@ def _check_pools(config: Any, new_vpc: bool, vpc_zones: tuple[str, ...]) -> None
                                                            "one availability zone")
 
 
+def _check_karpenter(config: Any) -> None:
+    """Pools Karpenter cannot provision for correctly. Karpenter sizes a node from its instance type's physical
+    GPUs; a time-slicing, MPS or HAMi pool advertises several ``nvidia.com/gpu`` per GPU, so Karpenter would launch
+    one node per pending pod. The cluster-autoscaler reads the shared count from the node group's tags."""
+    if config.autoscaling.autoscaler != "karpenter":
+        return
+    for i, pool in enumerate(config.node_pools):
+        if pool.sharing.shared:
+            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
+                              f"{pool.sharing.mode} advertises {pool.sharing.replicas} GPUs per physical GPU, which "
+                              "Karpenter cannot know when it sizes nodes (it would launch a node per pod); use "
+                              "autoscaling.autoscaler cluster-autoscaler or sharing mode exclusive/mig")
+
+
 def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
     """The cluster keys, plus the rules that tie pools to the VPC (zones, subnets)."""
     if not _REGION.match(config.region):
@@ -265,6 +279,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
     cidrs = tuple(_read_cidr(c, join("publicAccessCidrs", i))
                   for i, c in enumerate(read_list(raw, "publicAccessCidrs", "")))
     _check_pools(config, vpc_id is None, zones)
+    _check_karpenter(config)
     return AwsClusterOptions(
         vpc_id=vpc_id,
         private_subnet_ids=private,
