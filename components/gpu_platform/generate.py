@@ -5,7 +5,8 @@
 
 - ``docs/configuration.md``: the configuration reference (`docgen.config_reference`);
 - ``docs/support-matrix.md``: clouds, shapes, sharing, drivers, RDMA, autoscalers (`docgen.support_matrix`);
-- ``provider/schema.json``: the component package schema other Pulumi languages see (`provider`).
+- ``provider/schema.json``: the component package schema other Pulumi languages see (`provider`);
+- ``docs/components.md``: every served component's inputs and outputs, from that schema.
 
 Run from the repository root (or pass ``--root``). The tests fail with this command in their message when a
 checked-in copy differs from what the code generates.
@@ -35,13 +36,32 @@ def _support_matrix() -> str:
 def _schema() -> str:
     from . import provider
 
-    return provider.schema_text(provider.schema())
+    return provider.schema_text(_package_schema())
+
+
+def _components() -> str:
+    from .docgen import components_reference
+
+    return components_reference.page(_package_schema())
+
+
+_SCHEMA: dict = {}
+
+
+def _package_schema() -> dict:
+    """The package schema, computed once per run (it imports every cloud SDK: a few seconds)."""
+    if not _SCHEMA:
+        from . import provider
+
+        _SCHEMA.update(provider.schema())
+    return _SCHEMA
 
 
 GENERATED: dict[str, Callable[[], str]] = {
     "docs/configuration.md": _configuration,
     "docs/support-matrix.md": _support_matrix,
     "provider/schema.json": _schema,
+    "docs/components.md": _components,
 }
 """Checked-in path (relative to the repository root) -> the function that renders it."""
 

@@ -50,6 +50,10 @@ COMPONENTS: tuple[str, ...] = (
     "gpu_platform.kube.keda:KedaOperator",
     "gpu_platform.kube.workloads:InferenceService",
     "gpu_platform.kube.optimizer:GpuOptimizer",
+    "gpu_platform.clouds.aws_cluster_autoscaler:EksClusterAutoscaler",
+    "gpu_platform.clouds.aws_karpenter:KarpenterAutoscaler",
+    "gpu_platform.clouds.oci_autoscaler:OkeClusterAutoscaler",
+    "gpu_platform.kube.autoscaling:WorkloadAutoscaling",
 )
 """Every served component, as ``module:Class``. Each takes ``args`` typed as a TypedDict."""
 
