@@ -6,7 +6,8 @@
 - ``docs/configuration.md``: the configuration reference (`docgen.config_reference`);
 - ``docs/support-matrix.md``: clouds, shapes, sharing, drivers, RDMA, autoscalers (`docgen.support_matrix`);
 - ``provider/schema.json``: the component package schema other Pulumi languages see (`provider`);
-- ``docs/components.md``: every served component's inputs and outputs, from that schema.
+- ``docs/components.md``: every served component's inputs and outputs, from that schema;
+- the support-matrix table in ``README.md`` (between ``<!-- generated:support-matrix -->`` markers).
 
 Run from the repository root (or pass ``--root``). The tests fail with this command in their message when a
 checked-in copy differs from what the code generates.
@@ -66,24 +67,55 @@ GENERATED: dict[str, Callable[[], str]] = {
 """Checked-in path (relative to the repository root) -> the function that renders it."""
 
 
+def _support_overview() -> str:
+    from .docgen import support_matrix
+
+    return support_matrix.overview_table()
+
+
+GENERATED_SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
+    "README.md": {"support-matrix": _support_overview},
+}
+"""Hand-written files with generated parts between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``."""
+
+
+def replace_section(text: str, name: str, body: str) -> str:
+    """``text`` with the generated section ``name`` holding ``body``; a missing marker is an error."""
+    begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"missing markers {begin} ... {end}")
+    return text[:start + len(begin)] + "\n" + body + text[stop:]
+
+
+def _rendered(root: Path, path: str) -> str:
+    """What ``path`` should contain now."""
+    if path in GENERATED:
+        return GENERATED[path]()
+    text = (root / path).read_text(encoding="utf-8")
+    for name, render in GENERATED_SECTIONS[path].items():
+        text = replace_section(text, name, render())
+    return text
+
+
 def stale(root: Path, only: Optional[list[str]] = None) -> list[str]:
-    """Generated files whose checked-in copy differs from what the code renders now."""
+    """Generated files (and generated sections) whose checked-in copy differs from what the code renders now."""
     out = []
-    for path, render in GENERATED.items():
+    for path in [*GENERATED, *GENERATED_SECTIONS]:
         if only and path not in only:
             continue
         target = root / path
-        if not target.exists() or target.read_text(encoding="utf-8") != render():
+        if not target.exists() or target.read_text(encoding="utf-8") != _rendered(root, path):
             out.append(path)
     return out
 
 
 def write(root: Path) -> list[str]:
-    """Render every generated file; return the ones that changed."""
+    """Render every generated file and section; return the files that changed."""
     changed = []
-    for path, render in GENERATED.items():
+    for path in [*GENERATED, *GENERATED_SECTIONS]:
         target = root / path
-        text = render()
+        text = _rendered(root, path)
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")

@@ -37,11 +37,12 @@ NODE_IMAGE_DRIVER = {
     "existing": "the hosts (pre-installed)",
 }
 NODE_AUTOSCALER = {
-    "aws": "Cluster Autoscaler (node groups scale from zero with node-template tags) or Karpenter",
-    "azure": "AKS cluster autoscaler on every GPU agent pool",
+    "aws": "Cluster Autoscaler (node groups scale from zero with node-template tags) or Karpenter (a NodePool and "
+           "EC2NodeClass per GPU pool)",
+    "azure": "AKS cluster autoscaler on every GPU agent pool, GPU autoscaler profile",
     "gcp": "GKE cluster autoscaler on every GPU node pool",
-    "oci": "OKE Cluster Autoscaler add-on with each pool's id and min/max",
-    "existing": "none: the cluster's own, if any",
+    "oci": "OKE `ClusterAutoscaler` add-on with each pool's id and min/max",
+    "existing": "none from the platform (the cluster's own, if any)",
 }
 RDMA_INSTALLER = {
     catalog.EFA: "AWS EFA device plugin chart",
@@ -148,6 +149,11 @@ reason. Shapes not listed are refused by `gpu-platform plan` with the nearest ca
 
 
 def overview() -> str:
+    return "## Clouds at a glance\n\n" + overview_table()
+
+
+def overview_table() -> str:
+    """One row per cloud: pools, shapes, GPU models, RDMA, default GPU software, node autoscaler."""
     rows = ["| | GPU node pools | shapes | GPU models | RDMA fabric (pod resource) | default `gpuSoftware` | "
             "node autoscaler (`autoscaling.autoscaler`) |", "|---|---|---|---|---|---|---|"]
     for cloud in CLOUDS:
@@ -157,8 +163,8 @@ def overview() -> str:
         choices = _code(config.AUTOSCALERS.get(cloud, ("built-in",)))
         rows.append(f"| **{catalog.CLOUD_NAMES[cloud]}** | {NODE_POOL_RESOURCE[cloud]} | {count} | "
                     f"{', '.join(gpu_models(cloud))} | {fabric} | `{config.DEFAULT_GPU_SOFTWARE[cloud]}` | "
-                    f"{NODE_AUTOSCALER[cloud]}: {choices} |")
-    return "## Clouds at a glance\n\n" + "\n".join(rows) + "\n"
+                    f"{NODE_AUTOSCALER[cloud]}; values: {choices} |")
+    return "\n".join(rows) + "\n"
 
 
 def software() -> str:
