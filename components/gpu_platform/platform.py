@@ -130,6 +130,29 @@ class GpuPlatform(pulumi.ComponentResource):
                 "checkpoint_storage_class": config.training.checkpoint_storage_class,
             }, opts=self._k8s_opts(depends_on=[scheduling, self.layers["tenancy"][team.name]]))
         # [layer: workloads]
+        from .kube.workloads import chosen_pool
+
+        infer_pool = chosen_pool(config, self.pools)
+        if config.inference.enabled and infer_pool is not None:
+            from .kube.keda import KedaOperator
+            from .kube.workloads import InferenceService, inference_args
+
+            monitoring = self.layers.get("monitoring")
+            # The inference-critical PriorityClass first; with monitoring, the ServiceMonitor CRD and KEDA.
+            after = [self.layers["scheduling"]]
+            if monitoring is not None:
+                after.append(monitoring.release)
+                if config.inference.autoscaler == "keda":
+                    self.layers["keda"] = KedaOperator(f"{name}-keda", {
+                        "monitoring": True, "service_monitor_labels": dict(monitoring.service_monitor_labels),
+                    }, opts=self._k8s_opts(depends_on=[monitoring.release]))
+                    after.append(self.layers["keda"].release)
+            self.layers["workloads"] = InferenceService(f"{name}-inference", inference_args(
+                config, infer_pool,
+                prometheus_url=monitoring.prometheus_url if monitoring is not None else None,
+                monitoring_namespace=monitoring.namespace if monitoring is not None else None,
+                service_monitor_labels=dict(monitoring.service_monitor_labels) if monitoring is not None else None,
+            ), opts=self._k8s_opts(depends_on=after))
         # [layer: optimizer]
         monitoring = self.layers.get("monitoring")
         if config.optimizer.enabled and monitoring is not None:
