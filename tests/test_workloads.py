@@ -119,7 +119,7 @@ def test_model_id_and_model_cache_volume():
     p = pod_spec(s)
     env = {e["name"]: e["value"] for e in p["containers"][0]["env"]}
     assert env["MODEL_ID"] == "distilbert/distilbert-base-uncased-finetuned-sst-2-english"
-    assert "MODEL_PATH" not in env and "HF_HUB_OFFLINE" not in env
+    assert env["MODEL_PATH"] == "" and env["HF_HUB_OFFLINE"] == "0"  # the image's baked-model settings undone
     assert env["HF_HOME"] == "/model-cache"
     assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "sentiment-model-cache"}} in p["volumes"]
     assert objects.model_cache_claim(s)["spec"] == {

@@ -173,7 +173,9 @@ def resources(spec: InferenceSpec) -> dict[str, Any]:
 def env(spec: InferenceSpec) -> list[dict[str, str]]:
     """The app's settings (examples/inference-app/sentiment/settings.py) for a GPU pod."""
     if spec.model_id:
-        model = [{"name": "MODEL_ID", "value": spec.model_id}]
+        # The image sets MODEL_PATH (which wins over MODEL_ID) and HF_HUB_OFFLINE for its baked model: unset both.
+        model = [{"name": "MODEL_ID", "value": spec.model_id}, {"name": "MODEL_PATH", "value": ""},
+                 {"name": "HF_HUB_OFFLINE", "value": "0"}]
     else:
         # The baked model only: never reach out to the Hub from a pod that has everything it needs.
         model = [{"name": "MODEL_PATH", "value": IMAGE_MODEL_PATH}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
