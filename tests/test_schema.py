@@ -261,3 +261,16 @@ def test_yaml_program_example_matches_the_schema(schema):
         unknown = set(resource["properties"]) - set(declared["inputProperties"])
         assert unknown == set(), (name, unknown)
         assert set(declared.get("requiredInputs", [])) <= set(resource["properties"])
+
+
+def test_inputs_a_component_cannot_do_without_are_required(schema):
+    """Other languages see them as required (a missing one is refused before Python runs), not a KeyError."""
+    required = {token.rsplit(":", 1)[-1]: set(r.get("requiredInputs", [])) for token, r in schema["resources"].items()}
+    assert required["TeamNamespace"] == {"team"}
+    assert required["NvidiaGpuStack"] == required["RdmaStack"] == {"cloud"}
+    assert required["EksCluster"] == {"region", "kubernetesVersion", "addonVersions"}
+    assert required["OkeGpuNodePool"] == {"pool", "clusterId", "compartmentId", "kubernetesVersion", "workerSubnetId",
+                                          "podSubnetId", "availabilityDomains"}
+    # Pools a cluster component creates get their cluster, role and network from it: only the pool is required.
+    assert schema["types"]["gpuplatform:index:EksGpuNodePoolArgs"]["required"] == ["pool"]
+    assert required["SchedulingPolicy"] == set()

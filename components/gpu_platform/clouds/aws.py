@@ -13,6 +13,7 @@ from typing import Optional, TypedDict
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from ..config import PlatformConfig
 from ..kube.common import child_opts
@@ -47,7 +48,7 @@ def region_zones(region: str, opts: Optional[pulumi.InvokeOptions] = None) -> li
 class EksGpuNodePoolArgs(TypedDict, total=False):
     """Arguments of `EksGpuNodePool`: the cloud-neutral pool, then where and how EKS runs it."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """The pool: instance type, GPUs, min/max nodes, sharing, RDMA (EFA), spot, user labels and taints."""
     cluster_name: pulumi.Input[str]
     """EKS cluster the node group joins (set by `EksCluster` for its own pools)."""
@@ -202,11 +203,11 @@ class EksClusterArgs(TypedDict, total=False):
 
     cluster_name: str
     """EKS cluster name (also the kubeconfig context). Default: the component name."""
-    region: str
+    region: Required[str]
     """AWS region (the kubeconfig's ``aws eks get-token --region``)."""
-    kubernetes_version: str
+    kubernetes_version: Required[str]
     """Kubernetes minor version, such as ``1.34``."""
-    addon_versions: dict[str, str]
+    addon_versions: Required[dict[str, str]]
     """EKS managed add-on versions by name (``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``);
     see `gpu_platform.versions.EKS_ADDONS`. vpc-cni must be >= v1.18.5 for EFA pools."""
     vpc_id: Optional[str]

@@ -17,6 +17,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from .. import labels
 from ..config import PlatformConfig
@@ -94,13 +95,13 @@ def _slug(text: str) -> str:
 class EksClusterAutoscalerArgs(TypedDict, total=False):
     """Arguments of `EksClusterAutoscaler`."""
 
-    cluster_name: pulumi.Input[str]
+    cluster_name: Required[pulumi.Input[str]]
     """EKS cluster name (auto-discovery and the IAM scope)."""
-    region: str
+    region: Required[str]
     """AWS region of the cluster."""
-    kubernetes_version: str
+    kubernetes_version: Required[str]
     """Kubernetes minor of the cluster; picks the autoscaler image."""
-    system_node_group_name: pulumi.Input[str]
+    system_node_group_name: Required[pulumi.Input[str]]
     """The system node group the autoscaler runs on."""
     autoscaling_group_names: dict[str, pulumi.Input[str]]
     """Auto Scaling group of each GPU pool's node group, by pool name: tagged for auto-discovery."""

@@ -17,6 +17,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from ..config import PlatformConfig
 from ..kube.common import child_opts, helm_release
@@ -62,17 +63,17 @@ class KarpenterPoolArgs(TypedDict, total=False):
 class KarpenterAutoscalerArgs(TypedDict, total=False):
     """Arguments of `KarpenterAutoscaler`."""
 
-    cluster_name: pulumi.Input[str]
+    cluster_name: Required[pulumi.Input[str]]
     """EKS cluster name."""
-    cluster_endpoint: pulumi.Input[str]
+    cluster_endpoint: Required[pulumi.Input[str]]
     """EKS API endpoint (saves the controller a DescribeCluster at start)."""
-    region: str
+    region: Required[str]
     """AWS region of the cluster."""
     vpc_id: pulumi.Input[str]
     """VPC of the cluster (EFA security groups)."""
     cluster_security_group_id: pulumi.Input[str]
     """EKS cluster security group: every Karpenter node joins it, as managed node group nodes do."""
-    system_node_group_name: pulumi.Input[str]
+    system_node_group_name: Required[pulumi.Input[str]]
     """The system node group the controller runs on."""
     system_nodes: int
     """Nodes of that group: the controller runs two replicas, at most one per node. Default 2."""

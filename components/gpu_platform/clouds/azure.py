@@ -28,6 +28,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice, features, managedidentity, network, resources
+from typing_extensions import Required
 
 from .. import catalog
 from ..config import PlatformConfig
@@ -59,7 +60,7 @@ CREATE_TIME_POOL_PROPERTIES = [
 class AksGpuNodePoolArgs(TypedDict, total=False):
     """Arguments of `AksGpuNodePool`: the cloud-neutral pool, then AKS's own settings."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """The GPU pool (VM size, GPU model, min/max nodes, sharing, RDMA, spot, labels, taints)."""
     resource_group_name: pulumi.Input[str]
     """Resource group of the cluster (set by `AksCluster` for its own pools)."""
@@ -137,7 +138,7 @@ class AksGpuNodePool(pulumi.ComponentResource):
 class AksClusterArgs(TypedDict, total=False):
     """Arguments of `AksCluster`. Only ``location`` is required; defaults match `AzureClusterOptions`."""
 
-    location: pulumi.Input[str]
+    location: Required[pulumi.Input[str]]
     """Azure region (``westeurope``)."""
     kubernetes_version: str
     """Kubernetes minor version (``1.34``); AKS picks its latest GA patch."""

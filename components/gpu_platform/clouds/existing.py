@@ -5,6 +5,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from ..config import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec
@@ -14,7 +15,7 @@ from .handle import ClusterHandle
 class ExistingGpuNodesArgs(TypedDict, total=False):
     """Arguments of `ExistingGpuNodes`."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """The pool the nodes form."""
     nodes: list[str]
     """Names of the nodes to label and taint."""

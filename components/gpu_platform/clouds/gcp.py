@@ -11,6 +11,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from .. import catalog
 from ..config import PlatformConfig
@@ -51,7 +52,7 @@ class GpuVpcSpec(TypedDict, total=False):
 class GkeClusterArgs(TypedDict, total=False):
     """Arguments of `GkeCluster`. Only ``region`` is required."""
 
-    region: str
+    region: Required[str]
     """Region of the cluster, its subnetwork and the GPU NIC subnets."""
     project: Optional[pulumi.Input[str]]
     """Project ID. Default: the provider's project."""
@@ -116,11 +117,11 @@ class AdditionalNodeNetwork(TypedDict):
 class GkeGpuNodePoolArgs(TypedDict, total=False):
     """Arguments of `GkeGpuNodePool`: the cloud-neutral pool, then where and how GKE runs it."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """The pool (name, machine type, GPUs, sharing, labels, taints, sizes)."""
-    cluster: pulumi.Input[str]
+    cluster: Required[pulumi.Input[str]]
     """Cluster ID or name."""
-    location: pulumi.Input[str]
+    location: Required[pulumi.Input[str]]
     """Cluster location (region or zone)."""
     project: Optional[pulumi.Input[str]]
     """Project ID. Default: the provider's project."""

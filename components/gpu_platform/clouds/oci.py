@@ -12,6 +12,7 @@ from typing import Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_oci as oci
+from typing_extensions import Required
 
 from .. import catalog, labels
 from ..config import PlatformConfig
@@ -72,7 +73,7 @@ def select_availability_domains(names: list[str], numbers: tuple[int, ...]) -> l
 class OkeClusterArgs(TypedDict, total=False):
     """Arguments of `OkeCluster`."""
 
-    compartment_id: pulumi.Input[str]
+    compartment_id: Required[pulumi.Input[str]]
     """Compartment OCID of the cluster and of the network it creates."""
     kubernetes_version: str
     """A minor version (``1.34``: the newest OKE patch of it) or an exact OKE version (``v1.34.1``)."""
@@ -188,19 +189,19 @@ class OkeCluster(pulumi.ComponentResource):
 class OkeGpuNodePoolArgs(TypedDict, total=False):
     """Arguments of `OkeGpuNodePool`."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """The GPU pool: shape (``instance_type``), sizes, labels, taints, sharing, RDMA fabric (``roce``), spot."""
-    cluster_id: pulumi.Input[str]
+    cluster_id: Required[pulumi.Input[str]]
     """OCID of the OKE cluster."""
-    compartment_id: pulumi.Input[str]
+    compartment_id: Required[pulumi.Input[str]]
     """Compartment OCID of the node pool (and of its compute cluster)."""
-    kubernetes_version: pulumi.Input[str]
+    kubernetes_version: Required[pulumi.Input[str]]
     """Exact OKE version of the nodes (``v1.34.1``), normally the cluster's."""
-    worker_subnet_id: pulumi.Input[str]
+    worker_subnet_id: Required[pulumi.Input[str]]
     """Regional subnet of the nodes."""
-    pod_subnet_id: pulumi.Input[str]
+    pod_subnet_id: Required[pulumi.Input[str]]
     """Subnet pods take VCN-native IPs from."""
-    availability_domains: pulumi.Input[list[str]]
+    availability_domains: Required[pulumi.Input[list[str]]]
     """AD names to place nodes in; an RDMA pool uses the first only (its compute cluster lives in one AD)."""
     image_id: pulumi.Input[str]
     """Node image OCID. Default: the newest OKE x86_64 GPU image for ``kubernetes_version``

@@ -12,6 +12,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_oci as oci
+from typing_extensions import Required
 
 from ..config import PlatformConfig
 from ..kube.common import child_opts
@@ -63,9 +64,9 @@ class OkeAutoscaledPool(TypedDict):
 class OkeClusterAutoscalerArgs(TypedDict, total=False):
     """Arguments of `OkeClusterAutoscaler`."""
 
-    cluster_id: pulumi.Input[str]
+    cluster_id: Required[pulumi.Input[str]]
     """OCID of the (enhanced) OKE cluster."""
-    compartment_id: pulumi.Input[str]
+    compartment_id: Required[pulumi.Input[str]]
     """Compartment of the node pools; the IAM policy lives there."""
     node_pools: list[OkeAutoscaledPool]
     """The node pools to scale, with their bounds."""

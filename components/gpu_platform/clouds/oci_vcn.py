@@ -5,6 +5,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_oci as oci
+from typing_extensions import Required
 
 from ..kube.common import child_opts
 from . import oci_network
@@ -21,7 +22,7 @@ def vcn_dns_label(name: str) -> str:
 class OkeVcnArgs(TypedDict, total=False):
     """Arguments of `OkeVcn`."""
 
-    compartment_id: pulumi.Input[str]
+    compartment_id: Required[pulumi.Input[str]]
     """Compartment OCID of every network resource."""
     cidr: str
     """VCN CIDR (a /16 or larger); the subnets are carved from its first /16. Default ``10.0.0.0/16``."""

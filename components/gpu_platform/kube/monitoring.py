@@ -26,6 +26,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
+from typing_extensions import Required
 
 from .. import labels
 from ..config import PlatformConfig
@@ -184,7 +185,7 @@ def custom_resource(resource_name: str, body: dict[str, Any],
 class GpuMonitoringArgs(TypedDict, total=False):
     """Arguments of `GpuMonitoring`."""
 
-    pools: list[GpuPoolSpec]
+    pools: Required[list[GpuPoolSpec]]
     """GPU pools (required): the physical GPUs per node the lost-GPU alert expects come from their shapes."""
     namespace: str
     """Namespace of the monitoring stack. Default ``monitoring``."""

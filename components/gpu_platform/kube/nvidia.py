@@ -9,6 +9,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from .. import versions
 from ..pools import GpuPoolSpec
@@ -20,7 +21,7 @@ from .common import child_opts, helm_release, pools_of
 class NvidiaGpuStackArgs(TypedDict, total=False):
     """Arguments of `NvidiaGpuStack`."""
 
-    cloud: str
+    cloud: Required[str]
     """``aws``, ``azure``, ``gcp``, ``oci`` or ``existing``: picks the host preset (driver, toolkit, paths)."""
     gpu_software: str
     """``operator`` (GPU Operator), ``device-plugin`` (device plugin + GFD + dcgm-exporter charts) or

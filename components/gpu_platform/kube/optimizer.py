@@ -4,6 +4,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from .. import versions
 from ..pools import GpuPoolSpec
@@ -18,7 +19,7 @@ class GpuOptimizerArgs(TypedDict, total=False):
 
     pools: list[GpuPoolSpec]
     """The platform's GPU pools (targets of `recommend`)."""
-    prometheus_url: pulumi.Input[str]
+    prometheus_url: Required[pulumi.Input[str]]
     """In-cluster Prometheus base URL."""
     prometheus_namespace: str
     """Namespace Prometheus runs in (egress is allowed there only). Default ``monitoring``."""

@@ -9,6 +9,7 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from .. import labels, versions
 from ..pools import GpuPoolSpec
@@ -19,7 +20,7 @@ from .common import child_opts, helm_release, metadata, pools_of
 class RdmaStackArgs(TypedDict, total=False):
     """Arguments of `RdmaStack`."""
 
-    cloud: str
+    cloud: Required[str]
     """``aws``, ``azure``, ``gcp``, ``oci`` or ``existing`` (AKS nodes also get the DOCA-OFED driver container)."""
     pools: list[GpuPoolSpec]
     """The platform's GPU pools; only RDMA pools matter (EFA, InfiniBand, RoCEv2; GKE GPUDirect is the GKE

@@ -4,6 +4,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from . import kueue_objects, tenancy_objects
 from .common import child_opts
@@ -14,7 +15,7 @@ from .teams import TeamSpec, team_of
 class TeamNamespaceArgs(TypedDict, total=False):
     """Arguments of `TeamNamespace`."""
 
-    team: TeamSpec
+    team: Required[TeamSpec]
     """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu``."""
     cluster_queue: Optional[str]
     """Kueue ClusterQueue the team's LocalQueue (``gpu``) feeds; none: no LocalQueue (Kueue off)."""

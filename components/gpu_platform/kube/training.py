@@ -4,6 +4,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from .. import versions
 from ..pools import GpuPool, GpuPoolSpec
@@ -15,9 +16,9 @@ from .common import child_opts
 class TrainingWorkloadArgs(TypedDict, total=False):
     """Arguments of `TrainingWorkload`."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """GPU pool the job runs on (usually `pools.training_pool`)."""
-    namespace: str
+    namespace: Required[str]
     """Team namespace the job runs in."""
     gpu_quota: int
     """The team's GPU quota: the job is sized to fit in it (at most two nodes)."""

@@ -21,6 +21,7 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from ..config import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
@@ -31,7 +32,7 @@ from .common import child_opts
 class InferenceServiceArgs(TypedDict, total=False):
     """Arguments of `InferenceService`. Only ``pool`` is required."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """GPU pool to run on (usually `pools.inference_pool`)."""
     namespace: str
     """Namespace of the service. Default ``inference``."""
