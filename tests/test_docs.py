@@ -72,12 +72,13 @@ def test_every_key_check_of_the_parsers_is_a_documented_section():
     """A parser section with a check_keys call the reference does not know would go undocumented."""
     sections = {"parse_sharing", "parse_taint", "parse_team", *(f"parse_{n}" for n in config_reference.SECTIONS)}
     computed = {"parse_node_pool", "_parse"}  # POOL_KEYS / TOP_LEVEL_KEYS plus the cloud's keys
+    how = "add a Section for it in gpu_platform/docgen/config_reference.py and an entry in EXPECTED_SECTIONS"
     checks = key_checks(config)
-    assert {c.function for c in checks if c.keys is not None} == sections
-    assert {c.function for c in checks if c.keys is None} == computed
+    assert {c.function for c in checks if c.keys is not None} == sections, how
+    assert {c.function for c in checks if c.keys is None} == computed, how
     for cloud in CLOUDS:
         nested = {c.function for c in key_checks(_options(cloud))}
-        assert nested == ({"_parse_system_pool"} if cloud == "gcp" else set()), cloud
+        assert nested == ({"_parse_system_pool"} if cloud == "gcp" else set()), (cloud, how)
 
 
 def test_documented_sections_are_accepted_by_the_parser():
@@ -230,7 +231,7 @@ def test_relative_links_resolve(path):
 
 def test_readme_links_every_docs_page():
     for page in sorted((ROOT / "docs").glob("*.md")):
-        assert f"(docs/{page.name})" in README, page.name
+        assert f"(docs/{page.name})" in README, f"link docs/{page.name} from the README's Documentation table"
 
 
 def test_generated_section_markers_are_required():
