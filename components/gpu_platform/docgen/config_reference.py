@@ -340,7 +340,8 @@ def page() -> str:
     parts.append("## Keys of every cloud\n")
     for section in shared:
         parts.append(f'<a id="{section.anchor}"></a>\n\n### {section.title}\n')
-        parts.append(class_doc(section.model) + (" " + TAINT_NOTE if section.model is labels.Taint else "") + "\n")
+        parts.append(_cell(class_doc(section.model)) + (" " + TAINT_NOTE if section.model is labels.Taint else "")
+                     + "\n")
         parts.append(section_table(section) + "\n")
     parts.append("## Keys of one cloud\n")
     parts.append("Each cloud layer accepts its own keys, at the top level or per pool, and rejects them on "
@@ -348,6 +349,6 @@ def page() -> str:
     for sections in per_cloud.values():
         for section in sections:
             parts.append(f'<a id="{section.anchor}"></a>\n\n### {section.title}\n')
-            parts.append(class_doc(section.model) + "\n")
+            parts.append(_cell(class_doc(section.model)) + "\n")
             parts.append(section_table(section) + "\n")
     return "\n".join(parts).rstrip() + "\n"
