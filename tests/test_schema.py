@@ -155,7 +155,8 @@ def test_schema_changes_mark_breaking_ones():
 
 def test_plugin_directory_hosts_the_components():
     plugin = ROOT / "provider"
-    assert yaml.safe_load((plugin / "PulumiPlugin.yaml").read_text()) == {"runtime": "python"}
+    assert yaml.safe_load((plugin / "PulumiPlugin.yaml").read_text()) == {
+        "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}}
     entry = (plugin / "__main__.py").read_text()
     assert "from gpu_platform.provider import main" in entry and 'if __name__ == "__main__":' in entry
     requirement = [line for line in (plugin / "requirements.txt").read_text().splitlines()
