@@ -222,3 +222,10 @@ def test_oke_fixed_size_pools_are_left_alone_and_zero_minimum_pools_scale_from_z
 def test_oke_needs_a_pool_to_scale():
     with pytest.raises(ValueError, match="at least one node pool"):
         profile.oke_addon_configurations(GPU_PROFILE, [])
+
+
+@pytest.mark.parametrize("stack", ["azure-dev", "gcp-dev", "existing"])
+def test_clouds_that_scale_their_own_pools_get_no_node_autoscaler_component(stack):
+    from gpu_platform.clouds.autoscalers import node_autoscaler_from_config
+
+    assert node_autoscaler_from_config(stack, stack_config(stack), None, pulumi.ResourceOptions()) is None

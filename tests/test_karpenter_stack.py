@@ -184,3 +184,12 @@ def test_shared_gpus_cannot_be_karpenter_pools():
         parse_config(raw, "k")
     # The same pool is fine with the cluster-autoscaler, which reads the shared count from the group's tags.
     parse_config({**raw, "autoscaling": {"autoscaler": "cluster-autoscaler"}}, "k")
+
+
+def test_the_autoscaling_layer_adds_the_training_vpas_in_recommendation_mode(stack):
+    vpas = {m["spec"]["targetRef"]["kind"]: m for m in stack.manifests if m["kind"] == "VerticalPodAutoscaler"}
+    assert sorted(vpas) == ["CronJob", "Job"]
+    assert {v["metadata"]["namespace"] for v in vpas.values()} == {"research"}
+    assert {v["spec"]["updatePolicy"]["updateMode"] for v in vpas.values()} == {"Off"}
+    release = stack.recording.one(RELEASE, "aws-karpenter-autoscaling-vpa")
+    assert release.inputs["values"]["metrics-server"] == {"enabled": True}  # EKS ships no metrics-server
