@@ -32,18 +32,41 @@ class GpuPlatform(pulumi.ComponentResource):
         self.config = config
         self.cluster = build_cluster(name, config, pulumi.ResourceOptions(parent=self))
         self.pools = self.cluster.pools
+        self.kubernetes_provider = self._kubernetes_provider(name)
         self.layers: dict[str, Any] = {}
         self._build_kubernetes_layers(name)
         self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig)
         self.cluster_name = pulumi.Output.from_input(self.cluster.cluster_name)
         self.register_outputs({"kubeconfig": self.kubeconfig, "cluster_name": self.cluster_name})
 
+    def _kubernetes_provider(self, name: str):
+        """The provider of every Kubernetes layer, registered only once the cluster is ready.
+
+        Waiting through the provider, not through a ``depends_on`` on each object: the SDK walks the target's
+        dependency closure for every edge, and hundreds of objects times every node pool made large plans
+        quadratic. Objects that use a provider wait for it, so one gated provider orders them all.
+        """
+        if not self.cluster.ready:
+            return self.cluster.provider
+        import pulumi_kubernetes as k8s
+
+        args = self.cluster.provider_args or {"kubeconfig": self.cluster.kubeconfig}
+        return k8s.Provider(f"{name}-kubernetes", enable_server_side_apply=True, **args,
+                            opts=pulumi.ResourceOptions(parent=self, depends_on=self.cluster.ready))
+
     def _k8s_opts(self, depends_on: Optional[list] = None) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
             parent=self,
-            providers={"kubernetes": self.cluster.provider},
-            depends_on=[*self.cluster.ready, *(depends_on or [])],
+            providers={"kubernetes": self.kubernetes_provider},
+            depends_on=list(depends_on or []),
         )
+
+    def _priority_objects(self, *class_names: str) -> list:
+        """The PriorityClasses and Kueue WorkloadPriorityClasses of these names (what a workload refers to)."""
+        scheduling = self.layers["scheduling"]
+        found = [scheduling.priority_classes.get(n) for n in class_names]
+        found += [scheduling.workload_priority_classes.get(n) for n in class_names]
+        return [r for r in found if r is not None]
 
     def _build_kubernetes_layers(self, name: str) -> None:
         """Each layer takes the pools as `GpuPoolSpec`s and the cluster's Kubernetes provider."""
@@ -98,13 +121,16 @@ class GpuPlatform(pulumi.ComponentResource):
         from .kube.tenancy import TeamNamespace
 
         scheduling = self.layers["scheduling"]
-        # After the scheduling layer: Kueue's webhooks (which watch team namespaces) answer before team objects.
+        # After Kueue's release: its webhooks (which watch team namespaces) answer before team objects. Depending on
+        # the release alone, not the whole scheduling component: every dependency edge costs the SDK a walk of the
+        # target's dependency closure, and one edge per team object to every Kueue object made plans quadratic.
+        kueue_ready = [scheduling.release] if scheduling.release is not None else []
         self.layers["tenancy"] = {
             team["name"]: TeamNamespace(f"{name}-team-{team['name']}", {
                 "team": team,
                 "cluster_queue": team["name"] if scheduling.release is not None else None,
                 "monitoring_namespace": monitoring.namespace if monitoring is not None else None,
-            }, opts=self._k8s_opts(depends_on=[scheduling]))
+            }, opts=self._k8s_opts(depends_on=kueue_ready))
             for team in teams
         }
         # [layer: training]
@@ -112,7 +138,7 @@ class GpuPlatform(pulumi.ComponentResource):
         from .kube.priority_objects import workload_class_name
         from .kube.training import TrainingWorkload
         from .pools import training_pool
-        from .priorities import HIGH, MEDIUM
+        from .priorities import HIGH, INFERENCE_CRITICAL, MEDIUM
 
         train_pool, team = training_pool(self.pools), (config.teams[0] if config.teams else None)
         if config.training.enabled and train_pool is not None and team is not None and team.gpu_quota > 0:
@@ -128,7 +154,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 "schedule": config.training.schedule,
                 "checkpoint_size": config.training.checkpoint_size,
                 "checkpoint_storage_class": config.training.checkpoint_storage_class,
-            }, opts=self._k8s_opts(depends_on=[scheduling, self.layers["tenancy"][team.name]]))
+            }, opts=self._k8s_opts(depends_on=[
+                *kueue_ready, *self._priority_objects(workload_class_name(MEDIUM, train_pool, per_gpu),
+                                                      workload_class_name(HIGH, train_pool, per_gpu)),
+                self.layers["tenancy"][team.name]]))
         # [layer: workloads]
         from .kube.workloads import chosen_pool
 
@@ -139,7 +168,7 @@ class GpuPlatform(pulumi.ComponentResource):
 
             monitoring = self.layers.get("monitoring")
             # The inference-critical PriorityClass first; with monitoring, the ServiceMonitor CRD and KEDA.
-            after = [self.layers["scheduling"]]
+            after = self._priority_objects(INFERENCE_CRITICAL.name)
             if monitoring is not None:
                 after.append(monitoring.release)
                 if config.inference.autoscaler == "keda":
@@ -198,6 +227,7 @@ class GpuPlatform(pulumi.ComponentResource):
 
 def read_engine_config() -> dict[str, Any]:
     """The stack's ``gpu-platform`` configuration as the engine passes it (JSON strings decoded)."""
+    import contextlib
     import json
 
     from pulumi.runtime import config as runtime_config
@@ -207,10 +237,8 @@ def read_engine_config() -> dict[str, Any]:
     decoded: dict[str, Any] = {}
     for key, value in raw.items():
         if isinstance(value, str) and value[:1] in "[{":
-            try:
+            with contextlib.suppress(ValueError):  # not JSON after all: the parser reports the type
                 value = json.loads(value)
-            except ValueError:
-                pass
         decoded[key] = value
     secret_keys = {k.split(":", 1)[1] for k in merged if runtime_config.is_config_secret(k) and ":" in k}
     return _mark_secrets(decoded, secret_keys)

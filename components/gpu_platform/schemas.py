@@ -82,9 +82,14 @@ def core_validator(kubernetes_version: str, api_version: str, kind: str):
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
+@functools.cache
+def _custom_validator(api_version: str, kind: str) -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator(_without_k8s_extensions(crd_schema(api_version, kind)))
+
+
 def _validate_custom(obj: dict, schema: dict, name: str) -> None:
     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-    validator = jsonschema.Draft7Validator(_without_k8s_extensions(schema))
+    validator = _custom_validator(obj["apiVersion"], obj["kind"])
     errors = sorted(validator.iter_errors(body), key=lambda e: list(e.path))
     if errors:
         err = errors[0]

@@ -23,6 +23,7 @@ realistic outputs (ids, ARNs, endpoints, kubeconfigs) so Outputs that depend on 
 
 import asyncio
 import base64
+import gc
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -456,7 +457,16 @@ def run_program(
         mocks = RecordingMocks()
         monitor = RecordingMonitor(mocks)
         pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
-        _sync_await(run_pulumi_func(program))
+        # The SDK creates many short-lived cyclic objects per resource; with the collector on, each full
+        # collection walks the whole growing heap, so large programs got slower per resource. One run is
+        # bounded, so the collector is paused for it (and its garbage collected right after).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            _sync_await(run_pulumi_func(program))
+        finally:
+            if collecting:
+                gc.enable()
         root = settings.get_root_resource()
         exports = dict(getattr(root, "outputs", {}) or {}) if root is not None else {}
         return Recording(monitor.registrations, exports)

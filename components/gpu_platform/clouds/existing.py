@@ -57,15 +57,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     """Provider for the existing cluster plus node patches that turn its GPU nodes into pools."""
     options = config.cluster_options
     kubeconfig = _kubeconfig_text(options.kubeconfig)
-    provider = k8s.Provider(
-        f"{name}-k8s",
-        kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig else None,
-        context=options.context,
-        enable_server_side_apply=True,
-        opts=opts,
-    )
+    provider_args = {"kubeconfig": pulumi.Output.secret(kubeconfig) if kubeconfig else None, "context": options.context}
+    provider = k8s.Provider(f"{name}-k8s", enable_server_side_apply=True, **provider_args, opts=opts)
     pools, ready = [], []
-    for pool_config, pool in zip(config.node_pools, config.gpu_pools()):
+    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
         nodes = list(pool_config.cloud_options.nodes)
         pools.append(pool)
         if nodes:
@@ -80,4 +75,5 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         provider=provider,
         pools=pools,
         ready=ready,
+        provider_args=provider_args,
     )

@@ -25,3 +25,6 @@ class ClusterHandle:
     """Cloud-specific outputs (OIDC issuer, node role, VPC id...) for later layers and stack exports."""
     ready: list[Any] = field(default_factory=list)
     """Resources the Kubernetes layer should wait for (node pools, node patches)."""
+    provider_args: dict[str, Any] = field(default_factory=dict)
+    """How to reach the cluster as `pulumi_kubernetes.Provider` arguments (default: ``kubeconfig``); the
+    platform builds the provider its Kubernetes layers use from them."""

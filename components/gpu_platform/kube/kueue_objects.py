@@ -205,6 +205,14 @@ def _resource(name: str, nominal: int | str, borrowing: Optional[int] = None, le
     return body
 
 
+def queue_flavor_indexes(quota: TeamQuota, pool_count: int) -> set[int]:
+    """The GPU flavors a team's ClusterQueue lists: every pool where it has quota, then the others in pool order
+    (for borrowing) until Kueue's limit of flavors per resource group is reached."""
+    with_quota = [i for i in range(pool_count) if quota.gpus[i] or quota.cpu[i] or quota.memory_gib[i]]
+    others = [i for i in range(pool_count) if i not in with_quota]
+    return set((with_quota + others)[:quota_split.MAX_GPU_FLAVORS_PER_QUEUE])
+
+
 def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
     """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool.
 
@@ -213,10 +221,13 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
     to the next flavor rather than borrowing or preempting on the first (``TryNextFlavor``).
     """
     team = quota.team
+    chosen = queue_flavor_indexes(quota, len(plans))
     flavors = [{"name": CPU_FLAVOR, "resources": [
         _resource("cpu", quota.cpu_only_cpu), _resource("memory", f"{quota.cpu_only_memory_gib}Gi"),
         _resource(GPU_RESOURCE, 0)]}]
     for i, plan in enumerate(plans):
+        if i not in chosen:
+            continue
         flavors.append({"name": plan.name, "resources": [
             _resource("cpu", quota.cpu[i]),
             _resource("memory", f"{quota.memory_gib[i]}Gi"),

@@ -47,20 +47,39 @@ def apportion(total: int, weights: Sequence[int]) -> list[int]:
     return parts
 
 
+MAX_GPU_FLAVORS_PER_QUEUE = 15
+"""Kueue allows 16 flavors in a resource group and each resource in one group only (ClusterQueue CRD
+``maxItems: 16``); one of them is the CPU-only flavor, so a team's GPUs can sit on at most 15 pools."""
+
+
+def pools_for_team(remaining: Sequence[int], limit: int = MAX_GPU_FLAVORS_PER_QUEUE) -> list[int]:
+    """Indexes of the pools a team's quota is spread over: all of them up to ``limit``, else the ``limit``
+    pools with the most capacity left (ties by position), in pool order."""
+    if len(remaining) <= limit:
+        return list(range(len(remaining)))
+    return sorted(sorted(range(len(remaining)), key=lambda i: (-remaining[i], i))[:limit])
+
+
 def split_gpu_quotas(quotas: Sequence[int], capacities: Sequence[int]) -> list[list[int]]:
     """Per team (rows) and pool (columns): GPUs of nominal quota.
 
-    Row ``i`` sums to ``quotas[i]``; when ``sum(quotas) <= sum(capacities)`` column ``j`` sums to at most
+    Row ``i`` sums to ``quotas[i]`` and is non-zero on at most `MAX_GPU_FLAVORS_PER_QUEUE` pools; when
+    ``sum(quotas) <= sum(capacities)`` and no more pools exist than that, column ``j`` sums to at most
     ``capacities[j]``.
     """
     remaining = list(capacities)
     rows = []
     for quota in quotas:
-        within = min(quota, sum(remaining))
-        part = apportion(within, remaining)
-        remaining = [r - p for r, p in zip(remaining, part, strict=True)]
-        excess = apportion(quota - within, capacities)
-        rows.append([p + e for p, e in zip(part, excess, strict=True)])
+        chosen = pools_for_team(remaining)
+        chosen_remaining = [remaining[i] for i in chosen]
+        within = min(quota, sum(chosen_remaining))
+        part = apportion(within, chosen_remaining)
+        excess = apportion(quota - within, [capacities[i] for i in chosen])
+        row = [0] * len(capacities)
+        for i, p, e in zip(chosen, part, excess, strict=True):
+            row[i] = p + e
+            remaining[i] -= p
+        rows.append(row)
     return rows
 
 

@@ -114,7 +114,9 @@ class SchedulingPolicy(pulumi.ComponentResource):
                 after_release([self.topology] if plan.topology else []))
         self.cohort = KubernetesObject(f"{name}-cohort", kueue_objects.cohort(), after_release())
         for quota in kueue_objects.team_quotas(teams, plans):
+            body = kueue_objects.cluster_queue(quota, plans)
+            listed = [f["name"] for group in body["spec"]["resourceGroups"] for f in group["flavors"]]
+            # Only the flavors the queue lists: each dependency edge costs the SDK a walk of its closure.
             self.cluster_queues[quota.team.name] = KubernetesObject(
-                f"{name}-cq-{quota.team.name}", kueue_objects.cluster_queue(quota, plans),
-                after_release([self.cohort, *self.flavors.values()]))
+                f"{name}-cq-{quota.team.name}", body, after_release([self.cohort, *(self.flavors[n] for n in listed)]))
 
