@@ -52,7 +52,8 @@ def main() -> int:
     print(f"{'approach':<22} {'queries':>8} {'seconds':>9}")
     print(f"{'constant (by pod)':<22} {batched.queries_sent:>8} {batched_seconds:>9.3f}")
     print(f"{'one query per pod':<22} {naive.queries_sent:>8} {naive_seconds:>9.3f}")
-    print(f"speed-up: {naive_seconds / batched_seconds:.1f}x, queries: {naive.queries_sent // batched.queries_sent}x fewer")
+    print(f"speed-up: {naive_seconds / batched_seconds:.1f}x, "
+          f"queries: {naive.queries_sent // batched.queries_sent}x fewer")
     return 0
 
 

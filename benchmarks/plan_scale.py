@@ -77,7 +77,8 @@ def main() -> int:
         print(f"{pools:>5} {teams:>5} {resources:>9} {seconds:>8.2f} {1000 * seconds / resources:>11.3f}")
     spread = max(per_resource) / min(per_resource) - 1
     largest = rows[-1][3]
-    print(f"cost per resource spread: {100 * spread:.1f}% (target <= 25%); largest plan: {largest:.2f} s (target < 30 s)")
+    print(f"cost per resource spread: {100 * spread:.1f}% (target <= 25%); "
+          f"largest plan: {largest:.2f} s (target < 30 s)")
     return 0 if spread <= 0.25 and largest < 30 else 1
 
 

@@ -42,7 +42,8 @@ def test_shape_facts(cloud, name, gpu, count, fabric, nics):
 def test_gcp_accelerator_strings():
     assert catalog.find_shape("gcp", "a3-highgpu-8g").accelerator_type == "nvidia-h100-80gb"
     assert catalog.find_shape("gcp", "g2-standard-8").accelerator_type == "nvidia-l4"
-    assert catalog.find_shape("gcp", "n1-standard-8").attachable_accelerators == ("nvidia-tesla-t4", "nvidia-tesla-v100")
+    assert catalog.find_shape("gcp", "n1-standard-8").attachable_accelerators == (
+        "nvidia-tesla-t4", "nvidia-tesla-v100")
 
 
 def test_mig_capability_follows_the_gpu():

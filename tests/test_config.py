@@ -21,7 +21,8 @@ def test_minimal_stack_gets_every_default(aws_config):
 
 def test_gpu_pool_carries_labels_taints_and_sharing(aws_config):
     aws_config["nodePools"] = [{
-        "name": "infer", "instanceType": "g6.12xlarge", "maxNodes": 3, "sharing": {"mode": "time-slicing", "replicas": 4},
+        "name": "infer", "instanceType": "g6.12xlarge", "maxNodes": 3,
+        "sharing": {"mode": "time-slicing", "replicas": 4},
         "labels": {"tier": "online"}, "taints": ["dedicated=inference:NoSchedule"],
     }]
     pool = parse_config(aws_config, "s").gpu_pools()[0]

@@ -95,4 +95,5 @@ def test_unreadable_yaml_is_one_line(tmp_path, capsys):
 
 def test_unknown_stack_name_suggests_the_nearest(capsys):
     assert cli.main(["plan", "existng", "--out", "/tmp/unused-plan-dir"]) == cli.EXIT_CONFIG
-    assert capsys.readouterr().err == "error: existng: no stack file stacks/Pulumi.existng.yaml; did you mean 'existing'?\n"
+    assert capsys.readouterr().err == (
+        "error: existng: no stack file stacks/Pulumi.existng.yaml; did you mean 'existing'?\n")

@@ -54,4 +54,5 @@ def test_mocks_return_realistic_outputs():
 def test_fixture_records_registrations(pulumi_mocks):
     Box("fixture")
     rec = pulumi_mocks.finish()
-    assert {r.type for r in rec} == {"gpuplatform:index:Box", "kubernetes:core/v1:Secret", "kubernetes:apps/v1:Deployment"}
+    assert {r.type for r in rec} == {
+        "gpuplatform:index:Box", "kubernetes:core/v1:Secret", "kubernetes:apps/v1:Deployment"}

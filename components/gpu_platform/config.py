@@ -425,7 +425,8 @@ def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel],
             raise ConfigError(join(spath, "mode"), f"mig needs a MIG-capable GPU; {model} on '{shape_name}' has no MIG")
         profile = read_str(raw, "profile", spath, required=True)
         if profile not in gpu.mig_profiles:
-            raise ConfigError(join(spath, "profile"), f"{gpu.display_name} MIG profile {one_of(profile, gpu.mig_profiles)}")
+            raise ConfigError(join(spath, "profile"),
+                              f"{gpu.display_name} MIG profile {one_of(profile, gpu.mig_profiles)}")
         if "replicas" in raw:
             raise ConfigError(join(spath, "replicas"), "replicas applies to time-slicing and mps only")
         return Sharing("mig", 1, profile)
@@ -484,12 +485,14 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
         raise ConfigError(join(path, "minNodes"), f"minNodes ({min_nodes}) is greater than maxNodes ({max_nodes})")
     desired = read_int(raw, "desiredNodes", path, None, minimum=0)
     if desired is not None and not min_nodes <= desired <= max_nodes:
-        raise ConfigError(join(path, "desiredNodes"), f"must be between minNodes ({min_nodes}) and maxNodes ({max_nodes})")
+        raise ConfigError(join(path, "desiredNodes"),
+                          f"must be between minNodes ({min_nodes}) and maxNodes ({max_nodes})")
     rdma = read_bool(raw, "rdma", path)
     if rdma and cloud != "existing" and not (shape and shape.rdma_capable):
         raise ConfigError(join(path, "rdma"), f"'{instance_type}' has no RDMA fabric; "
                                               f"RDMA-capable {catalog.CLOUD_NAMES[cloud]} shapes: "
-                                              + ", ".join(s.name for s in catalog.shapes_of(cloud) if s.rdma_capable and s.gpu_count >= 8))
+                                              + ", ".join(s.name for s in catalog.shapes_of(cloud)
+                                                          if s.rdma_capable and s.gpu_count >= 8))
     pool = NodePoolConfig(
         name=name,
         instance_type=instance_type,
@@ -501,7 +504,8 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
         sharing=parse_sharing(raw, path, gpu, instance_type or gpu_model),
         role=read_enum(raw, "role", path, POOL_ROLES, "general"),
         labels=tuple(sorted(read_string_map(raw, "labels", path).items())),
-        taints=tuple(parse_taint(t, join(join(path, "taints"), i)) for i, t in enumerate(read_list(raw, "taints", path))),
+        taints=tuple(parse_taint(t, join(join(path, "taints"), i))
+                     for i, t in enumerate(read_list(raw, "taints", path))),
         zones=tuple(str(z) for z in read_list(raw, "zones", path)),
         gpu_model=gpu_model,
         gpus_per_node=gpus,
@@ -721,7 +725,8 @@ def _unique(names: list[str], path: str, what: str) -> None:
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
         if name in seen:
-            raise ConfigError(join(join(path, i), "name"), f"duplicate {what} name '{name}' (also {path}[{seen[name]}])")
+            raise ConfigError(join(join(path, i), "name"),
+                              f"duplicate {what} name '{name}' (also {path}[{seen[name]}])")
         seen[name] = i
 
 
@@ -733,7 +738,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     check_keys(raw, TOP_LEVEL_KEYS | set(getattr(options, "CLUSTER_KEYS", set())), "")
     region = read_str(raw, "region", "", "", required=cloud != "existing")
     compartment = read_str(raw, "compartmentId", "", "", required=cloud == "oci")
-    if compartment and not compartment.startswith("ocid1.compartment.") and not compartment.startswith("ocid1.tenancy."):
+    if compartment and not compartment.startswith(("ocid1.compartment.", "ocid1.tenancy.")):
         raise ConfigError("compartmentId", f"'{compartment}' is not a compartment OCID (ocid1.compartment...)")
     version = read_str(raw, "kubernetesVersion", "", DEFAULT_KUBERNETES_VERSION)
     if not KUBERNETES_VERSION.match(version):

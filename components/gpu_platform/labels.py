@@ -14,7 +14,8 @@ POOL_LABEL = f"{DOMAIN}/pool"
 ACCELERATOR_LABEL = f"{DOMAIN}/accelerator"
 """GPU model on the node, lower-case (``h100``, ``l4``...)."""
 RDMA_LABEL = f"{DOMAIN}/rdma"
-"""RDMA fabric of the node (``efa``, ``infiniband``, ``roce``, ``gpudirect-tcpxo``, ``gpudirect-rdma``); set only on RDMA pools."""
+"""RDMA fabric of the node (``efa``, ``infiniband``, ``roce``, ``gpudirect-tcpx``, ``gpudirect-tcpxo``,
+``gpudirect-rdma``); set only on RDMA pools."""
 SHARING_LABEL = f"{DOMAIN}/gpu-sharing"
 """GPU sharing mode of the pool (``exclusive``, ``time-slicing``, ``mps``, ``mig``, ``hami``). Pods that want
 HAMi's memory-level GPU sharing carry it too (``hami``): HAMi's webhook only mutates pods with that label."""

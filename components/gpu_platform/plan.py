@@ -182,7 +182,8 @@ def summary(plan: StackPlan) -> str:
     for pool in plan.config.gpu_pools():
         sharing = pool.sharing.mode + (f" x{pool.sharing.replicas}" if pool.sharing.shared else "") + (
             f" {pool.sharing.mig_profile}" if pool.sharing.mig_profile else "")
-        lines.append(f"    {pool.name:<18} {pool.instance_type or '-':<28} {pool.gpu_model:<10} {pool.gpus_per_node:>9} "
+        lines.append(f"    {pool.name:<18} {pool.instance_type or '-':<28} {pool.gpu_model:<10} "
+                     f"{pool.gpus_per_node:>9} "
                      f"{pool.min_nodes:>3}-{pool.max_nodes:<4} {pool.max_gpus:>8} {sharing:<16} "
                      f"{pool.rdma_fabric or '-'}")
     for err in plan.errors:

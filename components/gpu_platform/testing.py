@@ -23,6 +23,7 @@ realistic outputs (ids, ARNs, endpoints, kubeconfigs) so Outputs that depend on 
 
 import asyncio
 import base64
+import contextlib
 import gc
 import json
 import sys
@@ -126,13 +127,15 @@ def _eks_cluster(name: str, inputs: dict) -> dict:
 OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     # AWS
     "aws:eks/cluster:Cluster": _eks_cluster,
-    "aws:iam/role:Role": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{i.get('name', n)}", "name": i.get("name", n)},
+    "aws:iam/role:Role": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{i.get('name', n)}",
+                                       "name": i.get("name", n)},
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _aws_arn("iam", "oidc-provider"),
     "aws:eks/nodeGroup:NodeGroup": lambda n, i: {
         "arn": f"arn:aws:eks:{DEFAULT_REGION}:{ACCOUNT_ID}:nodegroup/{n}", "nodeGroupName": i.get("nodeGroupName", n),
         "resources": [{"autoscalingGroups": [{"name": f"eks-{n}-asg"}]}], "status": "ACTIVE"},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda n, i: {"latestVersion": 1, "defaultVersion": 1,
-                                                           "arn": f"arn:aws:ec2:{DEFAULT_REGION}:{ACCOUNT_ID}:launch-template/lt-{n}"},
+                                                           "arn": f"arn:aws:ec2:{DEFAULT_REGION}:{ACCOUNT_ID}"
+                                                                  f":launch-template/lt-{n}"},
     "aws:ec2/vpc:Vpc": _aws_arn("ec2", "vpc"),
     "aws:ec2/subnet:Subnet": _aws_arn("ec2", "subnet"),
     "aws:ec2/securityGroup:SecurityGroup": _aws_arn("ec2", "security-group"),
@@ -208,7 +211,8 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
             f"https://www.googleapis.com/compute/v1/projects/mock-project/zones/us-central1-a/instanceGroupManagers/"
             f"gke-{i.get('name', n)}-grp"]},
     "gcp:projects/iAMMember:IAMMember": lambda n, i: {"etag": "BwYmock="},
-    "gcp:serviceaccount/account:Account": lambda n, i: {"email": f"{i.get('accountId', n)}@mock.iam.gserviceaccount.com"},
+    "gcp:serviceaccount/account:Account": lambda n, i: {
+        "email": f"{i.get('accountId', n)}@mock.iam.gserviceaccount.com"},
     # pulumi-random: a deterministic stand-in with the requested length (the real one is random and secret).
     "random:index/randomPassword:RandomPassword": lambda n, i: {
         "result": ("mock" + n.replace("-", ""))[: int(i.get("length", 16))].ljust(int(i.get("length", 16)), "x"),
@@ -272,7 +276,8 @@ CALLS: dict[str, Callable[[dict], dict]] = {
     "gcp:organizations/getClientConfig:getClientConfig": lambda a: {
         "accessToken": "mock", "project": "mock-project", "region": "us-central1", "zone": "us-central1-a"},
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda a: {
-        "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}", "compartmentId": a.get("compartmentId")}
+        "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}",
+                                 "compartmentId": a.get("compartmentId")}
                                 for i in (1, 2, 3)]},
     "oci:ContainerEngine/getClusterKubeConfig:getClusterKubeConfig": lambda a: {
         "content": sample_kubeconfig(a.get("clusterId", "oke")), "clusterId": a.get("clusterId")},
@@ -445,10 +450,8 @@ def run_program(
     propagate after the runtime has settled.
     """
     previous_loop = None
-    try:
+    with contextlib.suppress(RuntimeError):  # no loop yet: nothing to restore afterwards
         previous_loop = asyncio.get_event_loop_policy().get_event_loop()
-    except RuntimeError:
-        pass
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
