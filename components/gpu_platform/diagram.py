@@ -59,7 +59,9 @@ def build_diagram(plan) -> StackDiagram:
                     if resource.get("name") == "nvidia.com/gpu":
                         gpus += int(resource.get("nominalQuota", 0))
         queues.append(Box(f"queue_{_slug(name)}", name, f"nominal {gpus} GPUs"))
-    teams = [Box(f"team_{_slug(t.name)}", t.name, f"quota {t.gpu_quota} GPUs") for t in config.teams]
+    teams = [Box(f"team_{_slug(t.name)}", t.name, f"quota {t.gpu_quota} GPUs")
+             for t in sorted(config.teams, key=lambda t: t.name)]
+    queues.sort(key=lambda b: b.title)
     diagram = StackDiagram(config.stack, cluster, dict(zip(COLUMN_TITLES, (pools, addons, queues, teams),
                                                            strict=True)))
     diagram.edges += [("cluster", b.key) for b in pools + addons]
@@ -84,36 +86,55 @@ def to_mermaid(diagram: StackDiagram) -> str:
     return "\n".join(lines) + "\n"
 
 
-BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 260, 54, 40, 14, 20
+BOX_W, LINE_H, GAP_X, GAP_Y, MARGIN, CHARS_PER_LINE = 300, 16, 50, 14, 20, 44
+
+
+def _detail_lines(detail: str) -> list[str]:
+    """The detail wrapped at its `` · `` separators so nothing is cut off."""
+    lines: list[str] = []
+    for part in detail.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= CHARS_PER_LINE:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part[:CHARS_PER_LINE])
+    return lines
+
+
+def _box_height(box: Box) -> int:
+    return 14 + LINE_H * (1 + len(_detail_lines(box.detail)))
 
 
 def to_svg(diagram: StackDiagram) -> str:
-    """A self-contained SVG: the cluster on the left, then one column per box kind."""
-    positions: dict[str, tuple[int, int]] = {}
+    """A self-contained SVG: the cluster on the left, then one column per box kind.
+
+    Edges join neighbouring columns only (cluster to pools, teams to their queues), so no line crosses a box.
+    """
+    positions: dict[str, tuple[int, int, int]] = {}
     columns = [("Cluster", [diagram.cluster]), *diagram.columns.items()]
-    tallest = max(len(boxes) for _, boxes in columns) or 1
-    height = MARGIN * 2 + 30 + tallest * (BOX_H + GAP_Y)
+    heights = [sum(_box_height(b) + GAP_Y for b in boxes) for _, boxes in columns]
+    height = MARGIN * 2 + 30 + max(heights)
     width = MARGIN * 2 + len(columns) * (BOX_W + GAP_X)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
              f'<rect width="{width}" height="{height}" fill="#ffffff"/>']
     for col, (title, boxes) in enumerate(columns):
         x = MARGIN + col * (BOX_W + GAP_X)
+        y = MARGIN + 30
         parts.append(f'<text x="{x}" y="{MARGIN + 12}" font-weight="bold">{escape(title)}</text>')
-        for row, box in enumerate(boxes):
-            y = MARGIN + 30 + row * (BOX_H + GAP_Y)
-            positions[box.key] = (x, y)
-            parts.append(f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" fill="#eef4fb" '
+        for box in boxes:
+            box_h = _box_height(box)
+            positions[box.key] = (col, x, y + box_h // 2)
+            parts.append(f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{box_h}" rx="6" fill="#eef4fb" '
                          'stroke="#3b6ea5"/>')
-            parts.append(f'<text x="{x + 8}" y="{y + 20}" font-weight="bold">{escape(box.title[:38])}</text>')
-            parts.append(f'<text x="{x + 8}" y="{y + 40}">{escape(box.detail[:44])}</text>')
+            parts.append(f'<text x="{x + 8}" y="{y + 19}" font-weight="bold">{escape(box.title[:40])}</text>')
+            for i, line in enumerate(_detail_lines(box.detail)):
+                parts.append(f'<text x="{x + 8}" y="{y + 19 + LINE_H * (i + 1)}">{escape(line)}</text>')
+            y += box_h + GAP_Y
     for a, b in diagram.edges:
         if a in positions and b in positions:
-            (ax, ay), (bx, by) = positions[a], positions[b]
-            if ax > bx:
-                (ax, ay), (bx, by) = (bx, by), (ax, ay)
-            parts.append(f'<line x1="{ax + BOX_W}" y1="{ay + BOX_H // 2}" x2="{bx}" y2="{by + BOX_H // 2}" '
-                         'stroke="#8aa4c0"/>')
+            (col_a, ax, ay), (col_b, bx, by) = sorted((positions[a], positions[b]))
+            if col_b - col_a == 1:
+                parts.append(f'<line x1="{ax + BOX_W}" y1="{ay}" x2="{bx}" y2="{by}" stroke="#8aa4c0"/>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
