@@ -27,8 +27,9 @@ from make_model import build  # noqa: E402
 
 MAIN_ENV = {"MAX_BATCH_SIZE": "8", "MAX_WAIT_MS": "5", "MAX_QUEUE": "256", "MAX_TEXTS_PER_REQUEST": "16",
             "MAX_TEXT_CHARS": "1000", "MAX_BODY_BYTES": "65536", "TORCH_THREADS": "1"}
+# The main server runs the model in its worker process (the default), the drain server in-process: both paths.
 DRAIN_ENV = {"MAX_BATCH_SIZE": "64", "MAX_WAIT_MS": "30000", "MAX_QUEUE": "8", "MAX_TEXTS_PER_REQUEST": "4",
-             "SHUTDOWN_DELAY_S": "4", "TORCH_THREADS": "1"}
+             "SHUTDOWN_DELAY_S": "4", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
 TEXTS = ["I love using this product!", "terrible service, never again", "the delivery was late",
          "great quality for the price", "it works", "would not recommend", "okay i guess", "best app ever"]
 
@@ -324,3 +325,24 @@ def test_overload_is_503_with_retry_after_then_sigterm_drains_in_flight_requests
     assert "draining: 8 texts pending" in log and "stopped" in log
     with pytest.raises(OSError):
         server.call("GET", "/healthz")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Last: a dead model worker (kills the main server's model process)
+
+
+def test_a_dead_model_worker_fails_liveness_and_answers_500_not_a_hang(main):
+    # The worker is spawned from the forward-pass thread: look in every thread's children (the other child is
+    # multiprocessing's resource tracker).
+    children = [c for task in Path(f"/proc/{main.proc.pid}/task").iterdir()
+                for c in (task / "children").read_text().split()
+                if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    assert len(children) == 1, children  # the model worker
+    os.kill(int(children[0]), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while main.call("GET", "/healthz")[0] != 503 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert main.call("GET", "/healthz")[::2] == (503, {"status": "failed"})
+    status, _, body = main.analyze({"text": "anyone there?"})
+    assert (status, body["error"]["reason"]) == (500, "model_error")
+    assert main.metrics()['inference_errors_total{reason="model_error"}'] == 1

@@ -68,7 +68,7 @@ def test_settings_defaults_and_overrides():
     assert (s.port, s.max_queue, s.max_texts_per_request) == (8080, 1024, 64)
     assert from_env({"MODEL_ID": "distilbert/distilbert-base-uncased-finetuned-sst-2-english"}).model_source == (
         "distilbert/distilbert-base-uncased-finetuned-sst-2-english")
-    assert Settings().device == "auto"
+    assert (Settings().device, Settings().model_worker) == ("auto", "process")
 
 
 @pytest.mark.parametrize(
@@ -81,6 +81,7 @@ def test_settings_defaults_and_overrides():
         ({"MODEL_PATH": "/m", "DEVICE": "tpu"}, "DEVICE: expected auto, cpu or cuda"),
         ({"MODEL_PATH": "/m", "DTYPE": "int4"}, "DTYPE: expected auto, float32"),
         ({"MODEL_PATH": "/m", "MAX_QUEUE": "8", "MAX_TEXTS_PER_REQUEST": "9"}, "MAX_TEXTS_PER_REQUEST: must be <="),
+        ({"MODEL_PATH": "/m", "MODEL_WORKER": "fiber"}, "MODEL_WORKER: expected process or thread"),
     ],
 )
 def test_settings_errors_name_the_variable(env, message):

@@ -5,7 +5,7 @@ One run, one model, one machine:
 (a) raw: ``Classifier.predict`` on batches of ``--max-batch-size`` texts in a tight loop, no HTTP (the ceiling);
 (b) server: ``python -m sentiment`` (dynamic micro-batching) under closed-loop load at each ``--concurrency``,
     one text per request, throughput and p50/p99 latency;
-(c) naive: the same model, tokenizer and HTTP stack, but one forward pass per request (no batching),
+(c) naive: the same model worker, tokenizer and HTTP stack, but one forward pass per request (no batching),
     under the same load.
 
 It prints a table and the ratios server/raw and server/naive (target at concurrency 64: >= 0.8 and >= 5).
@@ -23,6 +23,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,9 @@ from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# Before anything imports torch (make_model does): the same OpenMP wait policy as the server (classifier.py),
+# or the raw loop's spinning OpenMP threads starve the tokenizer's threads (measured 50x slower on 2 cores).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from make_model import WORDS, build  # noqa: E402
 
@@ -55,22 +59,27 @@ def percentile(values: list[float], q: float) -> float:
 # (a) raw batched throughput
 
 
-def measure_raw(model_dir: str, batch_size: int, duration: float, device: str, dtype: str, threads: int) -> dict:
-    from sentiment.classifier import Classifier
+class RawLoop:
+    """The model in this process: ``predict`` on full batches back to back, no HTTP, no queue."""
 
-    classifier = Classifier(model_dir, device, dtype, threads=threads)
-    classifier.warm_up(batch_size)
-    texts = review_texts(4096, seed=1)
-    done, i = 0, 0
-    started = time.perf_counter()
-    while time.perf_counter() - started < duration:
-        batch = [texts[(i + k) % len(texts)] for k in range(batch_size)]
-        classifier.predict(batch)
-        done += batch_size
-        i += batch_size
-    elapsed = time.perf_counter() - started
-    return {"batch_size": batch_size, "texts_per_s": done / elapsed, "device": str(classifier.device),
-            "dtype": str(classifier.dtype).replace("torch.", "")}
+    def __init__(self, model_dir: str, batch_size: int, device: str, dtype: str, threads: int):
+        from sentiment.classifier import Classifier
+
+        self.classifier = Classifier(model_dir, device, dtype, threads=threads)
+        self.classifier.warm_up(batch_size)
+        self.batch_size = batch_size
+        self.texts = review_texts(4096, seed=1)
+
+    def run(self, duration: float) -> dict:
+        done = 0
+        started = time.perf_counter()
+        while time.perf_counter() - started < duration:
+            batch = [self.texts[(done + k) % len(self.texts)] for k in range(self.batch_size)]
+            self.classifier.predict(batch)
+            done += self.batch_size
+        elapsed = time.perf_counter() - started
+        return {"batch_size": self.batch_size, "texts_per_s": done / elapsed,
+                "device": str(self.classifier.device), "dtype": str(self.classifier.dtype).replace("torch.", "")}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -195,16 +204,18 @@ def stop_process(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def serve_naive(model_dir: str, port: int, device: str, dtype: str, threads: int) -> None:
-    """The baseline: same classifier and HTTP stack, one forward pass per request on one worker thread."""
+def serve_naive(model_dir: str, port: int, device: str, dtype: str, threads: int, model_worker: str) -> None:
+    """The baseline: the server's model worker and HTTP stack, one forward pass per request, one at a time."""
     import logging
     from concurrent.futures import ThreadPoolExecutor
 
     from aiohttp import web
-    from sentiment.classifier import Classifier
+    from sentiment.server import load_classifier
+    from sentiment.settings import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    classifier = Classifier(model_dir, device, dtype, threads=threads)
+    classifier = load_classifier(Settings(model_path=model_dir, device=device, dtype=dtype, torch_threads=threads,
+                                          model_worker=model_worker))
     classifier.warm_up(1)
     worker = ThreadPoolExecutor(max_workers=1)
 
@@ -233,15 +244,30 @@ def serve_naive(model_dir: str, port: int, device: str, dtype: str, threads: int
 # ---------------------------------------------------------------------------------------------------------
 
 
-def run_load(port: int, levels: list[int], duration: float, warmup: float) -> list[dict]:
-    return [asyncio.run(closed_loop("127.0.0.1", port, c, duration, warmup)) for c in levels]
+def median_of(runs: list[dict]) -> dict:
+    """Per-field median over rounds (throughputs and latencies alike); statuses summed."""
+    out = dict(runs[0])
+    for key in ("texts_per_s", "p50_ms", "p99_ms"):
+        if key in out:
+            out[key] = statistics.median(r[key] for r in runs)
+    if "statuses" in out:
+        statuses: dict = {}
+        for r in runs:
+            for code, n in r["statuses"].items():
+                statuses[code] = statuses.get(code, 0) + n
+        out["statuses"] = statuses
+    out["rounds"] = [round(r["texts_per_s"], 1) for r in runs]
+    return out
 
 
 def report(raw: dict, server: list[dict], naive: list[dict], meta: dict) -> str:
     lines = [
         f"model {meta['model']} ({meta['size']}), device {raw['device']} {raw['dtype']}, "
-        f"max batch {meta['max_batch_size']}, max wait {meta['max_wait_ms']} ms, {meta['cpus']} CPUs",
-        f"(a) raw batched throughput at batch {raw['batch_size']}: {raw['texts_per_s']:.1f} texts/s",
+        f"max batch {meta['max_batch_size']}, max wait {meta['max_wait_ms']} ms, model in a {meta['model_worker']}, "
+        f"{meta['cpus']} CPUs, "
+        f"medians of {meta['rounds']} rounds of {meta['duration_s']:g} s",
+        f"(a) raw batched throughput at batch {raw['batch_size']}: {raw['texts_per_s']:.1f} texts/s "
+        f"(rounds: {raw['rounds']})",
         "",
         f"{'concurrency':>11} | {'server/s':>9} {'p50 ms':>8} {'p99 ms':>8} | {'naive/s':>9} {'p50 ms':>8} "
         f"{'p99 ms':>8} | {'srv/raw':>7} {'srv/naive':>9}",
@@ -263,43 +289,56 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    parser.add_argument("--model-worker", default="process", choices=("process", "thread"),
+                        help="where the servers run the model (the app's MODEL_WORKER)")
     parser.add_argument("--max-batch-size", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--concurrency", default="1,16,64")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per load level")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
+    parser.add_argument("--rounds", type=int, default=3, help="measurement rounds (medians are reported)")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--serve-naive", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.serve_naive:
-        serve_naive(args.model, args.port, args.device, args.dtype, args.threads)
+        serve_naive(args.model, args.port, args.device, args.dtype, args.threads, args.model_worker)
         return
     levels = [int(c) for c in args.concurrency.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = args.model
-        if model_dir is None:
-            model_dir = str(build(Path(tmp) / f"model-{args.size}", args.size))
-        common = ["--device", args.device, "--dtype", args.dtype, "--threads", str(args.threads)]
-        raw = measure_raw(model_dir, args.max_batch_size, args.duration, args.device, args.dtype, args.threads)
-        print(f"raw: {raw['texts_per_s']:.1f} texts/s", flush=True)
+        model_dir = args.model or str(build(Path(tmp) / f"model-{args.size}", args.size))
+        common = ["--device", args.device, "--dtype", args.dtype, "--threads", str(args.threads),
+                  "--model-worker", args.model_worker]
         env = {"MODEL_PATH": model_dir, "HOST": "127.0.0.1", "PORT": "0", "DEVICE": args.device,
                "DTYPE": args.dtype, "MAX_BATCH_SIZE": str(args.max_batch_size), "MAX_WAIT_MS": str(args.max_wait_ms),
-               "TORCH_THREADS": str(args.threads), "MAX_QUEUE": str(max(1024, 4 * max(levels)))}
-        proc, port = start_process(["-m", "sentiment"], env)
+               "TORCH_THREADS": str(args.threads), "MAX_QUEUE": str(max(1024, 4 * max(levels))),
+               "MODEL_WORKER": args.model_worker}
+        # Both servers stay up (idle when not under load); rounds interleave raw, server and naive so that
+        # whatever else the machine runs meanwhile weighs on all three alike. Medians over rounds are reported.
+        processes = [start_process(["-m", "sentiment"], env),
+                     start_process([str(HERE / "bench.py"), "--serve-naive", "--model", model_dir, *common], {})]
         try:
-            server = run_load(port, levels, args.duration, args.warmup)
+            raw_loop = RawLoop(model_dir, args.max_batch_size, args.device, args.dtype, args.threads)
+            raw_runs, server_runs, naive_runs = [], [[] for _ in levels], [[] for _ in levels]
+            for round_index in range(args.rounds):
+                raw_runs.append(raw_loop.run(args.duration))
+                for i, level in enumerate(levels):
+                    for port, runs in ((processes[0][1], server_runs), (processes[1][1], naive_runs)):
+                        runs[i].append(asyncio.run(closed_loop("127.0.0.1", port, level, args.duration,
+                                                               args.warmup)))
+                print(f"round {round_index + 1}: raw {raw_runs[-1]['texts_per_s']:.1f}/s, server "
+                      f"{[round(r[-1]['texts_per_s'], 1) for r in server_runs]}, naive "
+                      f"{[round(r[-1]['texts_per_s'], 1) for r in naive_runs]}", flush=True)
         finally:
-            stop_process(proc)
-        print("server:", [round(s["texts_per_s"], 1) for s in server], flush=True)
-        proc, port = start_process([str(HERE / "bench.py"), "--serve-naive", "--model", model_dir, *common], {})
-        try:
-            naive = run_load(port, levels, args.duration, args.warmup)
-        finally:
-            stop_process(proc)
+            for proc, _ in processes:
+                stop_process(proc)
+    raw = median_of(raw_runs)
+    server = [median_of(r) for r in server_runs]
+    naive = [median_of(r) for r in naive_runs]
     meta = {"model": args.model or "random weights", "size": args.size if not args.model else "-",
-            "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms, "cpus": os.cpu_count()}
+            "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms, "cpus": os.cpu_count(),
+            "rounds": args.rounds, "duration_s": args.duration, "model_worker": args.model_worker}
     print(report(raw, server, naive, meta))
     if args.json:
         Path(args.json).write_text(json.dumps({"meta": meta, "raw": raw, "server": server, "naive": naive}, indent=2))

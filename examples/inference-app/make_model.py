@@ -5,7 +5,7 @@ Tests and the benchmark cannot download weights, so they build one here. The arc
 WordPiece vocabulary written by this script (special tokens, single characters with their ``##`` forms, and
 common English words), so any lower-case ASCII text tokenizes without ``[UNK]`` floods.
 
-    python make_model.py OUT_DIR [--size tiny|small|base|large]
+    python make_model.py OUT_DIR [--size tiny|mini|small|base|large]
 
 The labels are ``NEGATIVE``/``POSITIVE``; with random weights the scores are meaningless but deterministic
 (fixed seed), which is what the tests need.
@@ -17,10 +17,11 @@ from pathlib import Path
 
 SIZES = {
     # layers, hidden, heads, feed-forward
-    "tiny": (2, 64, 2, 128),
-    "small": (4, 256, 4, 1024),
-    "base": (6, 768, 12, 3072),
-    "large": (24, 1024, 16, 4096),
+    "tiny": (2, 64, 2, 128),  # the tests' model: builds and loads in a blink
+    "mini": (2, 128, 2, 512),  # BERT-Tiny's dimensions
+    "small": (4, 256, 4, 1024),  # BERT-Mini's dimensions
+    "base": (6, 768, 12, 3072),  # DistilBERT-base: the classic SST-2 sentiment model's architecture
+    "large": (24, 1024, 16, 4096),  # BERT-large's dimensions
 }
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
@@ -47,6 +48,9 @@ def build(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> Path:
     """Write ``config.json``, ``model.safetensors`` and the tokenizer files into ``out_dir``."""
     import torch
     from transformers import BertTokenizer, DistilBertConfig, DistilBertForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     layers, hidden, heads, ffn = SIZES[size]
     out = Path(out_dir)

@@ -2,4 +2,6 @@
 
 from .server import main
 
-main()
+# Guarded: the model worker is started with "spawn", which imports the parent's main module again.
+if __name__ == "__main__":
+    main()

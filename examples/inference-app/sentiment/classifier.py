@@ -7,7 +7,6 @@ accepts are passed (DistilBERT takes no ``token_type_ids``).
 
 import inspect
 import os
-from dataclasses import dataclass
 
 # OpenMP's default "active" wait makes PyTorch's CPU threads spin after each forward pass, starving the event
 # loop thread that must accept the next requests (measured: p50 at concurrency 1 went from ~0.7 s to ~25 ms on a
@@ -17,13 +16,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from .prediction import Prediction  # noqa: E402
+
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-@dataclass(frozen=True)
-class Prediction:
-    label: str
-    score: float
 
 
 def pick_device(requested: str) -> torch.device:

@@ -112,7 +112,8 @@ async def _analyze(request: web.Request, state: ServiceState) -> web.Response:
 
 async def healthz(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    if state.load_error is not None or not state.batcher.alive:
+    model_alive = getattr(state.model, "alive", True)
+    if state.load_error is not None or not state.batcher.alive or not model_alive:
         return web.json_response({"status": "failed"}, status=503)
     return web.json_response({"status": "ok"})
 
@@ -156,17 +157,26 @@ def create_app(settings: Settings, load_model: Optional[Callable[[Settings], Any
     app.router.add_get("/metrics", metrics_endpoint)
 
     async def close_batcher(app: web.Application) -> None:
+        # After the server finished its requests: the batcher, then the model (its worker process).
         await app[STATE].batcher.close()
+        model = app[STATE].model
+        if hasattr(model, "close"):
+            model.close()
 
     app.on_cleanup.append(close_batcher)
     return app
 
 
 def load_classifier(settings: Settings) -> Any:
+    args = (settings.model_source, settings.device, settings.dtype, settings.max_sequence_length,
+            settings.torch_threads)
+    if settings.model_worker == "process":
+        from .worker import ModelProcess
+
+        return ModelProcess(*args)
     from .classifier import Classifier
 
-    return Classifier(settings.model_source, settings.device, settings.dtype, settings.max_sequence_length,
-                      settings.torch_threads)
+    return Classifier(*args)
 
 
 async def serve(settings: Settings, load_model: Optional[Callable[[Settings], Any]] = None) -> int:

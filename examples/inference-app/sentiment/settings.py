@@ -34,6 +34,9 @@ class Settings:
     max_body_bytes: int = 1 << 20
     max_sequence_length: int = 256
     """Tokens per text after truncation (and the longest sequence the model ever sees)."""
+    model_worker: str = "process"
+    """``process``: the model runs in a child process (no GIL shared with the HTTP server; see worker.py);
+    ``thread``: in this process, on the forward-pass thread."""
     torch_threads: int = 0
     """CPU threads for the forward pass (0: PyTorch's default, one per core)."""
     shutdown_delay_s: float = 0.0
@@ -73,6 +76,8 @@ def from_env(env: Optional[dict] = None) -> Settings:
         raise SettingsError(f"DEVICE: expected auto, cpu or cuda, got {settings.device!r}")
     if settings.dtype not in ("auto", "float32", "float16", "bfloat16"):
         raise SettingsError(f"DTYPE: expected auto, float32, float16 or bfloat16, got {settings.dtype!r}")
+    if settings.model_worker not in ("process", "thread"):
+        raise SettingsError(f"MODEL_WORKER: expected process or thread, got {settings.model_worker!r}")
     for name in ("max_batch_size", "max_queue", "max_texts_per_request", "max_text_chars", "max_body_bytes",
                  "max_sequence_length"):
         if getattr(settings, name) < 1:

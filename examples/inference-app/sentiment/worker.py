@@ -1,0 +1,93 @@
+"""The model in its own process, so the forward pass never waits for the HTTP server's GIL (nor the reverse).
+
+The event loop parses requests, validates and answers in Python; PyTorch runs most of a small model's forward
+pass in Python too (module calls, kernel dispatch; on a GPU the launches). In one process the two take turns on
+the GIL, and the event loop's share is stolen from the accelerator. A worker process (``spawn``: no inherited
+CUDA or OpenMP state) holds the tokenizer and the model; batches go over a pipe (a few kilobytes of text and
+scores per batch). `ModelProcess` has the `classifier.Classifier` interface, so the batcher does not care.
+
+The worker ignores SIGINT and SIGTERM: the server drains first, then stops it (`close`). If it dies, `predict`
+raises and `alive` turns false, so /healthz fails and Kubernetes restarts the pod.
+"""
+
+import contextlib
+import multiprocessing
+import signal
+from typing import Any
+
+from .prediction import Prediction
+
+
+def _serve(conn: Any, source: str, device: str, dtype: str, max_length: int, threads: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        from .classifier import Classifier
+
+        model = Classifier(source, device, dtype, max_length, threads)
+    except Exception as err:  # reported to the parent, which logs it and exits non-zero
+        conn.send(("error", f"{type(err).__name__}: {err}"))
+        return
+    conn.send(("ready", (str(model.device), str(model.dtype))))
+    while True:
+        try:
+            op, arg = conn.recv()
+        except EOFError:  # the parent is gone
+            return
+        if op == "stop":
+            return
+        try:
+            if op == "predict":
+                conn.send(("ok", [(p.label, p.score) for p in model.predict(arg)]))
+            elif op == "warm_up":
+                model.warm_up(arg)
+                conn.send(("ok", None))
+            else:
+                conn.send(("error", f"unknown operation {op!r}"))
+        except Exception as err:  # one failed batch, not a dead worker
+            conn.send(("error", f"{type(err).__name__}: {err}"))
+
+
+class ModelProcess:
+    """A `classifier.Classifier` living in a child process. Calls block: run them on the forward-pass thread."""
+
+    def __init__(self, source: str, device: str = "auto", dtype: str = "auto", max_length: int = 256,
+                 threads: int = 0):
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, source, device, dtype, max_length, threads),
+                                        name="model-worker", daemon=True)
+        self._process.start()
+        child.close()
+        self.device, self.dtype = self._call("load", None, wait_only=True)
+
+    def _call(self, op: str, arg: Any, wait_only: bool = False) -> Any:
+        try:
+            if not wait_only:
+                self._conn.send((op, arg))
+            status, value = self._conn.recv()
+        except (EOFError, OSError):
+            raise RuntimeError(f"model worker exited (code {self._process.exitcode})") from None
+        if status == "error":
+            raise RuntimeError(f"model worker: {value}")
+        return value
+
+    @property
+    def alive(self) -> bool:
+        return self._process.is_alive()
+
+    def predict(self, texts: list[str]) -> list[Prediction]:
+        return [Prediction(label, score) for label, score in self._call("predict", list(texts))]
+
+    def warm_up(self, batch_size: int) -> None:
+        self._call("warm_up", batch_size)
+
+    def close(self, timeout: float = 10.0) -> None:
+        if self._process.is_alive():
+            with contextlib.suppress(OSError):  # BrokenPipeError is an OSError
+                self._conn.send(("stop", None))
+            self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(timeout)
+        self._conn.close()
