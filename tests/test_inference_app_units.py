@@ -203,3 +203,22 @@ def test_a_failing_batch_fails_only_its_requests_and_the_batcher_lives_on():
         return after, alive
 
     assert run(scenario()) == (["FINE"], True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# benchmark arithmetic
+
+
+def test_benchmark_percentiles_and_medians():
+    import bench
+
+    latencies = [i / 1000 for i in range(1, 101)]  # 1..100 ms
+    assert (bench.percentile(latencies, 50), bench.percentile(latencies, 99)) == (0.05, 0.099)
+    assert bench.percentile([0.2], 99) == 0.2
+    runs = [{"texts_per_s": t, "p50_ms": p, "p99_ms": 2 * p, "statuses": {200: 10}} for t, p in
+            ((100.0, 5.0), (300.0, 1.0), (200.0, 3.0))]
+    med = bench.median_of(runs)
+    assert (med["texts_per_s"], med["p50_ms"], med["p99_ms"], med["statuses"]) == (200.0, 3.0, 6.0, {200: 30})
+    assert med["rounds"] == [100.0, 300.0, 200.0]
+    texts = bench.review_texts(50, seed=3)
+    assert texts == bench.review_texts(50, seed=3) and all(5 <= len(t.split()) <= 30 for t in texts)
