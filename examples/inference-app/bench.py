@@ -20,6 +20,7 @@ shares the CPU with the server, so it must cost as little as possible per reques
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import re
@@ -51,7 +52,7 @@ def review_texts(count: int, seed: int = 0) -> list[str]:
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (``q`` in 0..100) of a non-empty list."""
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q / 100.0 * len(ordered))))
     return ordered[rank - 1]
 
 
