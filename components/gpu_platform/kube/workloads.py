@@ -6,7 +6,9 @@ Namespace (Pod Security ``restricted``), ServiceAccount without a token, Deploym
 ClusterIP Service, PodDisruptionBudget, NetworkPolicy, the autoscaler, and optionally an Ingress
 (ingress-nginx), a model-cache PersistentVolumeClaim and a ServiceMonitor.
 
-Autoscaling: KEDA (`keda.KedaOperator`; why KEDA and not prometheus-adapter is in that module's docstring). The
+Autoscaling: KEDA (`keda.KedaOperator`), not prometheus-adapter + HPA, because the ScaledObject carries its own
+PromQL for this Service (no cluster-wide adapter rules to keep in step), several triggers with a fallback, and
+the HPA behaviour in one object (details in that module's docstring). The
 ``ScaledObject`` scales on the app's ``inference_queue_depth`` read from Prometheus (target: one full batch
 waiting per replica) and on CPU utilisation, with a fallback replica count when Prometheus cannot be read. With
 ``autoscaler: hpa``, or without a Prometheus URL, a plain ``autoscaling/v2`` HPA scales on CPU alone. Either way
