@@ -10,6 +10,7 @@ The value's shape must match too (a list where upstream has a list...). The file
 from pathlib import Path
 
 import pytest
+from chart_keys import load_keys, unknown_keys
 
 from gpu_platform import versions
 from gpu_platform.kube import nvidia_values as nv
@@ -22,36 +23,7 @@ CLOUDS = ("aws", "azure", "gcp", "oci", "existing")
 
 
 def chart_keys(chart: versions.Chart) -> dict[str, str]:
-    path = KEYS_DIR / f"{chart.name}-{chart.version}.keys"
-    assert path.exists(), f"no key list for {chart.name} {chart.version}: extract {path.name} from the chart source"
-    keys = {}
-    for line in path.read_text().splitlines():
-        if line and not line.startswith("#"):
-            key, kind = line.split()[:2]
-            keys[key] = kind
-    return keys
-
-
-def unknown_keys(values: dict, keys: dict[str, str], prefix: str = "") -> list[str]:
-    """Keys of ``values`` (dotted) the chart does not have, or whose value has the wrong shape."""
-    problems = []
-    for key, value in values.items():
-        path = f"{prefix}.{key}" if prefix else key
-        kind = keys.get(path)
-        if kind is None:
-            problems.append(f"{path}: not in values.yaml")
-        elif kind == "map":
-            if not isinstance(value, dict):
-                problems.append(f"{path}: a map upstream, got {type(value).__name__}")
-            else:
-                problems += unknown_keys(value, keys, path)
-        elif kind == "open-map" and not isinstance(value, dict):
-            problems.append(f"{path}: a map upstream, got {type(value).__name__}")
-        elif kind == "list" and not isinstance(value, list):
-            problems.append(f"{path}: a list upstream, got {type(value).__name__}")
-        elif kind == "scalar" and isinstance(value, (dict, list)):
-            problems.append(f"{path}: a scalar upstream, got {type(value).__name__}")
-    return problems
+    return load_keys(KEYS_DIR / f"{chart.name}-{chart.version}.keys")
 
 
 def pools_for(cloud: str) -> list[GpuPool]:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from chart_keys import load_keys, unknown_keys
 
 from gpu_platform import labels, versions
 from gpu_platform.config import TeamConfig
@@ -226,27 +227,11 @@ def test_local_queue_feeds_the_teams_cluster_queue():
 
 
 def key_list(name: str) -> dict[str, str]:
-    keys = {}
-    for line in (DATA / name).read_text().splitlines():
-        if line and not line.startswith("#"):
-            key, kind = line.split()[:2]
-            keys[key] = kind
-    return keys
+    return load_keys(DATA / name)
 
 
-def unknown(values: dict, keys: dict[str, str], prefix: str = "") -> list[str]:
-    problems = []
-    for key, value in values.items():
-        path = f"{prefix}.{key}" if prefix else key
-        kind = keys.get(path)
-        if kind is None:
-            problems.append(path)
-        elif kind == "map":
-            problems += unknown(value, keys, path) if isinstance(value, dict) else [path]
-        elif (kind == "list" and not isinstance(value, list)) or (
-                kind == "scalar" and isinstance(value, (dict, list))):
-            problems.append(path)
-    return problems
+def unknown(values: dict, keys: dict[str, str]) -> list[str]:
+    return unknown_keys(values, keys)
 
 
 def test_chart_values_exist_in_the_pinned_chart():
