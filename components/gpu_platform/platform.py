@@ -70,8 +70,8 @@ class GpuPlatform(pulumi.ComponentResource):
 
     def _build_kubernetes_layers(self, name: str) -> None:
         """Each layer takes the pools as `GpuPoolSpec`s and the cluster's Kubernetes provider."""
-        config = self.config  # noqa: F841  (read by the layers below)
-        specs = [p.spec() for p in self.pools]  # noqa: F841
+        config = self.config
+        specs = [p.spec() for p in self.pools]
         # Layers in dependency order; each stores its component in self.layers[<layer>] and passes
         # depends_on through self._k8s_opts([...]) where it needs an earlier layer (CRDs, webhooks).
         # [layer: monitoring]
