@@ -12,7 +12,7 @@ modules without cloud SDK imports), so each cloud owns its own settings and rule
 import importlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from . import catalog, labels, priorities
@@ -516,14 +516,8 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
             raise ConfigError(join(join(path, "labels"), key), f"keys under {labels.DOMAIN}/ are set by the platform")
     parse_pool = getattr(options_module, "parse_pool_options", None)
     if parse_pool is not None:
-        pool = _replace(pool, cloud_options=parse_pool(raw, path, pool, shape))
+        pool = replace(pool, cloud_options=parse_pool(raw, path, pool, shape))
     return pool
-
-
-def _replace(obj, **changes):
-    from dataclasses import replace
-
-    return replace(obj, **changes)
 
 
 def parse_team(raw_value: Any, path: str) -> TeamConfig:
@@ -772,7 +766,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     _check_autoscalers(config)
     parse_cluster = getattr(options, "parse_cluster_options", None)
     if parse_cluster is not None:
-        config = _replace(config, cluster_options=parse_cluster(raw, config))
+        config = replace(config, cluster_options=parse_cluster(raw, config))
     return config
 
 

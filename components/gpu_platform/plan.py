@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import yaml
 
-from .config import PlatformConfig, parse_config, redact_secure, strip_namespace
+from .config import PlatformConfig, Secret, parse_config, redact_secure, strip_namespace
 from .errors import ConfigError
 from .schemas import ManifestError, validate_manifest
 from .testing import Recording, Registration, is_manifest_type, run_program
@@ -65,8 +65,6 @@ def load_stack_file(path: Path) -> dict[str, Any]:
 
 
 def _secret_keys(config: dict[str, Any]) -> list[str]:
-    from .config import Secret
-
     def has_secret(v: Any) -> bool:
         if isinstance(v, Secret):
             return True

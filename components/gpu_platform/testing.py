@@ -311,8 +311,8 @@ def outputs_for(type_: str, name: str, inputs: dict) -> tuple[str, dict]:
         resource_id = _oci_id(kind)(name)
     elif type_.startswith("azure-native:") and "id" in extra:
         resource_id = extra["id"]
-    elif type_.startswith("aws:") and "arn" in extra:
-        resource_id = extra.get("name", f"{name}-id") if type_ == "aws:eks/cluster:Cluster" else f"{name}-id"
+    elif type_ == "aws:eks/cluster:Cluster":
+        resource_id = extra["name"]  # EKS's id is the cluster name
     else:
         resource_id = f"{name}-id"
     return resource_id, {**inputs, "id": resource_id, **extra}
