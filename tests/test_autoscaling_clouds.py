@@ -11,8 +11,8 @@ from test_nvidia_chart_keys import chart_keys, unknown_keys
 from gpu_platform import versions
 from gpu_platform.clouds import autoscaler_profile as profile
 from gpu_platform.clouds import aws, azure, gcp, oci
-from gpu_platform.clouds.aws_cluster_autoscaler import cluster_autoscaler_from_config, iam_policy, image_tag
-from gpu_platform.clouds.oci_autoscaler import oke_autoscaler_from_config, policy_statements
+from gpu_platform.clouds.aws.cluster_autoscaler import cluster_autoscaler_from_config, iam_policy, image_tag
+from gpu_platform.clouds.oci.autoscaler import oke_autoscaler_from_config, policy_statements
 from gpu_platform.config import parse_config, strip_namespace
 from gpu_platform.plan import load_stack_file
 from gpu_platform.testing import run_program

@@ -7,9 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpu_platform import catalog, versions
-from gpu_platform.clouds import aws_efa, aws_iam, aws_nodes, aws_vpc
-from gpu_platform.clouds.aws_kubeconfig import eks_kubeconfig
-from gpu_platform.clouds.aws_options import AwsPoolOptions
+from gpu_platform.clouds.aws import efa as aws_efa
+from gpu_platform.clouds.aws import iam as aws_iam
+from gpu_platform.clouds.aws import nodes as aws_nodes
+from gpu_platform.clouds.aws import vpc as aws_vpc
+from gpu_platform.clouds.aws.kubeconfig import eks_kubeconfig
+from gpu_platform.clouds.aws.options import AwsPoolOptions
 from gpu_platform.labels import Taint
 from gpu_platform.pools import GpuPool, Sharing
 

@@ -3,7 +3,7 @@
 import pytest
 
 from gpu_platform import versions
-from gpu_platform.clouds.aws_options import AwsClusterOptions, AwsPoolOptions
+from gpu_platform.clouds.aws.options import AwsClusterOptions, AwsPoolOptions
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
 

@@ -3,7 +3,7 @@
 import pytest
 
 from gpu_platform import cli
-from gpu_platform.clouds.azure_options import AzureClusterOptions, AzurePoolOptions
+from gpu_platform.clouds.azure.options import AzureClusterOptions, AzurePoolOptions
 from gpu_platform.config import ConfigError, parse_config
 
 A100 = {"name": "a100-infer", "instanceType": "Standard_NC24ads_A100_v4", "maxNodes": 2}

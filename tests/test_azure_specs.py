@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pulumi_azure_native import containerservice
 
-from gpu_platform.clouds import azure_specs
-from gpu_platform.clouds.azure_names import AGENT_POOL_NAME, agent_pool_name, dns_prefix
+from gpu_platform.clouds.azure import specs as azure_specs
+from gpu_platform.clouds.azure.names import AGENT_POOL_NAME, agent_pool_name, dns_prefix
 from gpu_platform.config import DNS_LABEL, parse_config
 from gpu_platform.pools import GpuPool, Sharing
 

@@ -40,7 +40,7 @@ def documented(anchor: str) -> set[str]:
 
 
 def _options(cloud: str):
-    return importlib.import_module(f"gpu_platform.clouds.{cloud}_options")
+    return importlib.import_module(f"gpu_platform.clouds.{cloud}.options")
 
 
 def _checked(module, function: str) -> set[str]:

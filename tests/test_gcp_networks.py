@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpu_platform import catalog
-from gpu_platform.clouds import gcp_networks
+from gpu_platform.clouds.gcp import networks as gcp_networks
 from gpu_platform.schemas import ManifestError, validate_manifest
 
 ZONE = "us-central1-c"

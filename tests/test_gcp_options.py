@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpu_platform.clouds import gcp_options
+from gpu_platform.clouds.gcp import options as gcp_options
 from gpu_platform.config import ConfigError, parse_config
 
 REGION = "us-central1"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_nvidia_chart_keys import unknown_keys
 
 from gpu_platform import catalog, versions
-from gpu_platform.clouds import aws_karpenter_objects as ko
+from gpu_platform.clouds.aws import karpenter_objects as ko
 from gpu_platform.labels import Taint
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.schemas import crd_schema, validate_manifest

@@ -8,7 +8,7 @@ import pulumi
 import pytest
 
 from gpu_platform.clouds import aws
-from gpu_platform.clouds.aws_karpenter import karpenter_from_config
+from gpu_platform.clouds.aws.karpenter import karpenter_from_config
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
 from gpu_platform.plan import plan_stack

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpu_platform.clouds.oci_options import OciClusterOptions, OciPoolOptions
+from gpu_platform.clouds.oci.options import OciClusterOptions, OciPoolOptions
 from gpu_platform.config import ConfigError, parse_config
 
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaaexamplecompartment"

@@ -8,8 +8,11 @@ import pulumi_oci as oci
 import pytest
 
 from gpu_platform import labels
-from gpu_platform.clouds import oci_cloud_init, oci_images, oci_network, oci_rdma
+from gpu_platform.clouds.oci import cloud_init as oci_cloud_init
+from gpu_platform.clouds.oci import images as oci_images
+from gpu_platform.clouds.oci import network as oci_network
 from gpu_platform.clouds.oci import node_labels, placement_configs, select_availability_domains
+from gpu_platform.clouds.oci import rdma as oci_rdma
 from gpu_platform.labels import GPU_TAINT, Taint
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.testing import CALLS

@@ -79,8 +79,8 @@ def _component_classes() -> dict[str, type]:
     found: dict[str, type] = {}
     package = Path(gpu_platform.__file__).parent
     modules = ["gpu_platform.platform"] + [
-        f"gpu_platform.{sub}.{m.name}" for sub in ("clouds", "kube")
-        for m in pkgutil.iter_modules([str(package / sub)])]
+        m.name for sub in ("clouds", "kube")
+        for m in pkgutil.walk_packages([str(package / sub)], prefix=f"gpu_platform.{sub}.") if not m.ispkg]
     for name in modules:
         module = importlib.import_module(name)
         for _, value in inspect.getmembers(module, inspect.isclass):

@@ -5,7 +5,7 @@
 ``<stack>: <path>: <problem>``. Nothing here touches the engine, so every rule is a plain unit test.
 
 Only ``cloud``, ``region`` (``compartmentId`` on OCI) and ``nodePools`` are required; every other key has a
-default documented on its field. Cloud-specific keys are parsed by ``clouds/<cloud>_options.py`` (pure
+default documented on its field. Cloud-specific keys are parsed by ``clouds/<cloud>/options.py`` (pure
 modules without cloud SDK imports), so each cloud owns its own settings and rules.
 """
 
@@ -83,7 +83,7 @@ class NodePoolConfig:
     """GCP N1 only: the accelerator type attached (``nvidia-tesla-t4``, ``nvidia-tesla-v100``); derived from the
     machine type on every other GCP shape."""
     cloud_options: Any = None
-    """The cloud's own pool settings, parsed by ``clouds/<cloud>_options.py``."""
+    """The cloud's own pool settings, parsed by ``clouds/<cloud>/options.py``."""
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ class PlatformConfig:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     """The reference training job."""
     cluster_options: Any = None
-    """The cloud's own cluster settings, parsed by ``clouds/<cloud>_options.py``."""
+    """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
 
     def gpu_pools(self) -> list[GpuPool]:
         """The `GpuPool` each node pool publishes (cloud layers may add cloud facts on top)."""
@@ -711,8 +711,8 @@ TOP_LEVEL_KEYS = {
 
 
 def options_module(cloud: str):
-    """The pure options module of a cloud (``clouds/<cloud>_options.py``)."""
-    return importlib.import_module(f"gpu_platform.clouds.{cloud}_options")
+    """The pure options module of a cloud (``clouds/<cloud>/options.py``)."""
+    return importlib.import_module(f"gpu_platform.clouds.{cloud}.options")
 
 
 def _unique(names: list[str], path: str, what: str) -> None:

@@ -13,7 +13,7 @@
 import pulumi
 
 from gpu_platform.clouds.azure import AksCluster
-from gpu_platform.clouds.azure_specs import gpu_driver
+from gpu_platform.clouds.azure.specs import gpu_driver
 from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.kube.rdma import RdmaStack
 from gpu_platform.pool_builder import gpu_pool

@@ -20,15 +20,15 @@ def node_autoscaler_from_config(name: str, config: PlatformConfig, handle: Clust
                                 opts: pulumi.ResourceOptions) -> Optional[Any]:
     """The component that scales the stack's GPU nodes, or None where the cloud does it by itself."""
     if config.cloud == "aws" and config.autoscaling.autoscaler == "karpenter":
-        from .aws_karpenter import karpenter_from_config
+        from .aws.karpenter import karpenter_from_config
 
         return karpenter_from_config(name, config, handle, opts)
     if config.cloud == "aws":
-        from .aws_cluster_autoscaler import cluster_autoscaler_from_config
+        from .aws.cluster_autoscaler import cluster_autoscaler_from_config
 
         return cluster_autoscaler_from_config(name, config, handle, opts)
     if config.cloud == "oci":
-        from .oci_autoscaler import oke_autoscaler_from_config
+        from .oci.autoscaler import oke_autoscaler_from_config
 
         return oke_autoscaler_from_config(name, config, handle, opts)
     return None

@@ -15,17 +15,18 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ..config import PlatformConfig
-from ..kube.common import child_opts
-from ..labels import DOMAIN
-from ..pools import GpuPool, GpuPoolSpec
-from . import aws_iam, aws_nodes
-from . import aws_karpenter_objects as karpenter_objects
-from .aws_efa import efa_self_rules
-from .aws_kubeconfig import eks_kubeconfig
-from .aws_options import AL2023_NVIDIA, CAPACITY_BLOCK, ON_DEMAND, SPOT, SYSTEM_AMI_TYPE, AwsPoolOptions
-from .aws_vpc import ELB_ROLE_TAG, INTERNAL_ELB_ROLE_TAG, subnet_cidrs, vpc_zones
-from .handle import ClusterHandle
+from ...config import PlatformConfig
+from ...kube.common import child_opts
+from ...labels import DOMAIN
+from ...pools import GpuPool, GpuPoolSpec
+from ..handle import ClusterHandle
+from . import iam as aws_iam
+from . import karpenter_objects
+from . import nodes as aws_nodes
+from .efa import efa_self_rules
+from .kubeconfig import eks_kubeconfig
+from .options import AL2023_NVIDIA, CAPACITY_BLOCK, ON_DEMAND, SPOT, SYSTEM_AMI_TYPE, AwsPoolOptions
+from .vpc import ELB_ROLE_TAG, INTERNAL_ELB_ROLE_TAG, subnet_cidrs, vpc_zones
 
 # Installed before any node joins (a node is NotReady without the CNI); CoreDNS waits for the system nodes.
 COMPUTE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")

@@ -4,10 +4,10 @@ and cluster-autoscaler tags. Pure functions of a `GpuPool` and its AWS options, 
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .. import labels
-from ..pools import GpuPool
-from .aws_efa import efa_network_interfaces
-from .aws_options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
+from ... import labels
+from ...pools import GpuPool
+from .efa import efa_network_interfaces
+from .options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
 
 CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
 """Cluster autoscaler (AWS provider) reads these ASG tags to build a node from nothing: scale from zero."""

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..config import ConfigError, join, read_bool, read_int, read_list, read_str
-from .oci_network import SERVICES_CIDR
+from ...config import ConfigError, join, read_bool, read_int, read_list, read_str
+from .network import SERVICES_CIDR
 
 CLUSTER_KEYS = {
     "vcnCidr", "vcnId", "endpointSubnetId", "workerSubnetId", "podSubnetId", "loadBalancerSubnetId",

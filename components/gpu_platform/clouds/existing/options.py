@@ -4,8 +4,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .. import catalog
-from ..config import ConfigError, join, read_enum, read_int, read_list, read_str
+from ... import catalog
+from ...config import ConfigError, join, read_enum, read_int, read_list, read_str
 
 CLUSTER_KEYS = {"kubeconfig", "context"}
 POOL_KEYS = {"nodes", "rdmaFabric", "rdmaInterfaces"}

@@ -20,10 +20,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from .. import labels
-from ..pools import GpuPool
-from ..versions import KARPENTER_API_VERSION, KARPENTER_AWS_API_VERSION
-from .aws_options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK, SPOT
+from ... import labels
+from ...pools import GpuPool
+from ...versions import KARPENTER_API_VERSION, KARPENTER_AWS_API_VERSION
+from .options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK, SPOT
 
 NAMESPACE = "kube-system"
 """Karpenter's getting-started namespace; its pod identity association names it."""

@@ -30,14 +30,15 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice, features, managedidentity, network, resources
 from typing_extensions import Required
 
-from .. import catalog
-from ..config import PlatformConfig
-from ..kube.common import child_opts
-from ..pools import GpuPool, GpuPoolSpec
-from .autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
-from .azure_names import agent_pool_name, dns_prefix
-from .azure_options import INFINIBAND_FEATURE, AzureClusterOptions
-from .azure_specs import (
+from ... import catalog
+from ...config import PlatformConfig
+from ...kube.common import child_opts
+from ...pools import GpuPool, GpuPoolSpec
+from ..autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
+from ..handle import ClusterHandle
+from .names import agent_pool_name, dns_prefix
+from .options import INFINIBAND_FEATURE, AzureClusterOptions
+from .specs import (
     GPU_DRIVER_INSTALL,
     agent_pool_properties,
     aks_pool,
@@ -46,7 +47,6 @@ from .azure_specs import (
     network_profile,
     system_pool_profile,
 )
-from .handle import ClusterHandle
 
 NETWORK_CONTRIBUTOR_ROLE = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 """Built-in role the control-plane identity needs on the node subnet (join VMSS NICs, internal load balancers)."""

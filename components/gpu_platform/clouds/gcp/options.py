@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .. import catalog
-from ..config import (
+from ... import catalog
+from ...config import (
     ConfigError,
     as_mapping,
     check_keys,

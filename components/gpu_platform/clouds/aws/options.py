@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .. import versions
-from ..config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
+from ... import versions
+from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 
 CLUSTER_KEYS = {
     "vpcId", "privateSubnetIds", "publicSubnetIds", "vpcCidr", "availabilityZones", "singleNatGateway",

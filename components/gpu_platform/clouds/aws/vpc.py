@@ -3,7 +3,7 @@
 import ipaddress
 from collections.abc import Sequence
 
-from .aws_options import MAX_VPC_ZONES
+from .options import MAX_VPC_ZONES
 
 ELB_ROLE_TAG = "kubernetes.io/role/elb"
 """Subnet tag the AWS Load Balancer Controller looks for when placing internet-facing load balancers."""

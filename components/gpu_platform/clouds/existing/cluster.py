@@ -7,9 +7,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ..config import PlatformConfig
-from ..pools import GpuPool, GpuPoolSpec
-from .handle import ClusterHandle
+from ...config import PlatformConfig
+from ...pools import GpuPool, GpuPoolSpec
+from ..handle import ClusterHandle
 
 
 class ExistingGpuNodesArgs(TypedDict, total=False):

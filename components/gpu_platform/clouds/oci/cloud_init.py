@@ -17,7 +17,7 @@ import base64
 import shlex
 from collections.abc import Sequence
 
-from ..labels import Taint
+from ...labels import Taint
 
 IMDS = "http://169.254.169.254/opc/v2/instance/metadata"
 OKE_INIT_SCRIPT = "/var/run/oke-init.sh"

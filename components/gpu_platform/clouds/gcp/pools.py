@@ -9,8 +9,8 @@ import json
 import math
 from typing import Optional
 
-from .. import catalog, labels
-from ..pools import GpuPool
+from ... import catalog, labels
+from ...pools import GpuPool
 
 # GKE's node pools take the API enum for taint effects, as EKS does.
 SHARING_STRATEGIES = {"time-slicing": "TIME_SHARING", "mps": "MPS"}

@@ -19,15 +19,15 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ..config import PlatformConfig
-from ..kube.common import child_opts, helm_release
-from ..kube.custom_object import KubernetesObject
-from ..pools import GpuPool, GpuPoolSpec
-from ..versions import KARPENTER
-from . import aws_iam
-from . import aws_karpenter_objects as objects
-from .aws_efa import efa_self_rules
-from .handle import ClusterHandle
+from ...config import PlatformConfig
+from ...kube.common import child_opts, helm_release
+from ...kube.custom_object import KubernetesObject
+from ...pools import GpuPool, GpuPoolSpec
+from ...versions import KARPENTER
+from ..handle import ClusterHandle
+from . import iam as aws_iam
+from . import karpenter_objects as objects
+from .efa import efa_self_rules
 
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")

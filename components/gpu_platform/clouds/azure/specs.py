@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .. import catalog, labels
-from ..pools import GpuPool
-from .azure_names import SYSTEM_POOL_NAME
+from ... import catalog, labels
+from ...pools import GpuPool
+from .names import SYSTEM_POOL_NAME
 
 GPU_DRIVER_INSTALL = "Install"
 GPU_DRIVER_NONE = "None"

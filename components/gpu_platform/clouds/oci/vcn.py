@@ -7,8 +7,8 @@ import pulumi
 import pulumi_oci as oci
 from typing_extensions import Required
 
-from ..kube.common import child_opts
-from . import oci_network
+from ...kube.common import child_opts
+from . import network as oci_network
 
 
 def vcn_dns_label(name: str) -> str:

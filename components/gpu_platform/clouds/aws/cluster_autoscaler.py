@@ -19,13 +19,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import labels
-from ..config import PlatformConfig
-from ..kube.common import child_opts, helm_release
-from ..versions import CLUSTER_AUTOSCALER, CLUSTER_AUTOSCALER_IMAGE_TAGS
-from . import aws_iam
-from .autoscaler_profile import GpuScalingProfile, cluster_autoscaler_flags
-from .handle import ClusterHandle
+from ... import labels
+from ...config import PlatformConfig
+from ...kube.common import child_opts, helm_release
+from ...versions import CLUSTER_AUTOSCALER, CLUSTER_AUTOSCALER_IMAGE_TAGS
+from ..autoscaler_profile import GpuScalingProfile, cluster_autoscaler_flags
+from ..handle import ClusterHandle
+from . import iam as aws_iam
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"

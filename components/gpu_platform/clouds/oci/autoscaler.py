@@ -14,10 +14,10 @@ import pulumi
 import pulumi_oci as oci
 from typing_extensions import Required
 
-from ..config import PlatformConfig
-from ..kube.common import child_opts
-from .autoscaler_profile import GpuScalingProfile, OkeNodePoolRange, oke_addon_configurations
-from .handle import ClusterHandle
+from ...config import PlatformConfig
+from ...kube.common import child_opts
+from ..autoscaler_profile import GpuScalingProfile, OkeNodePoolRange, oke_addon_configurations
+from ..handle import ClusterHandle
 
 ADDON_NAME = "ClusterAutoscaler"
 NAMESPACE = "kube-system"

@@ -10,8 +10,8 @@ Operator) the same page says to use ``NCCL_IB_HCA=mlx5`` instead.
 import dataclasses
 from collections.abc import Mapping
 
-from ..catalog import ROCE
-from ..pools import GpuPool
+from ...catalog import ROCE
+from ...pools import GpuPool
 
 # Shared by every OCI RoCEv2 GPU shape in the source table.
 ROCE_FABRIC_ENV: Mapping[str, str] = {

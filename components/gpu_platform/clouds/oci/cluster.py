@@ -14,14 +14,17 @@ import pulumi_kubernetes as k8s
 import pulumi_oci as oci
 from typing_extensions import Required
 
-from .. import catalog, labels
-from ..config import PlatformConfig
-from ..kube.common import child_opts
-from ..pools import GpuPool, GpuPoolSpec
-from . import oci_cloud_init, oci_images, oci_network, oci_rdma
-from .handle import ClusterHandle
-from .oci_options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, OciPoolOptions
-from .oci_vcn import OkeVcn
+from ... import catalog, labels
+from ...config import PlatformConfig
+from ...kube.common import child_opts
+from ...pools import GpuPool, GpuPoolSpec
+from ..handle import ClusterHandle
+from . import cloud_init as oci_cloud_init
+from . import images as oci_images
+from . import network as oci_network
+from . import rdma as oci_rdma
+from .options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, OciPoolOptions
+from .vcn import OkeVcn
 
 ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
 VCN_NATIVE_CNI = "OCI_VCN_IP_NATIVE"

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import catalog
+from ... import catalog
 
 API_VERSION = "networking.gke.io/v1"
 DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"

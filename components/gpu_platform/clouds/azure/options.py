@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
 
-from .. import catalog
-from ..config import ConfigError, join, read_bool, read_enum, read_int, read_str
-from .azure_names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
-from .azure_specs import (
+from ... import catalog
+from ...config import ConfigError, join, read_bool, read_enum, read_int, read_str
+from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
+from .specs import (
     EVICTION_POLICIES,
     LINUX_OS_SKUS,
     SKU_TIERS,

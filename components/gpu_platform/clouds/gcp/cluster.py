@@ -13,13 +13,15 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import catalog
-from ..config import PlatformConfig
-from ..kube.common import child_opts, metadata
-from ..pools import GpuPool, GpuPoolSpec
-from . import gcp_networks, gcp_options, gcp_pools
-from .autoscaler_profile import GKE_PROFILE, gke_cluster_autoscaling
-from .handle import ClusterHandle
+from ... import catalog
+from ...config import PlatformConfig
+from ...kube.common import child_opts, metadata
+from ...pools import GpuPool, GpuPoolSpec
+from ..autoscaler_profile import GKE_PROFILE, gke_cluster_autoscaling
+from ..handle import ClusterHandle
+from . import networks as gcp_networks
+from . import options as gcp_options
+from . import pools as gcp_pools
 
 # ---------------------------------------------------------------------------------------------------------
 # Arguments
