@@ -12,16 +12,29 @@ modules without cloud SDK imports), so each cloud owns its own settings and rule
 import importlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Optional
 
 from . import catalog, labels, priorities
+from .config_model import (  # noqa: F401  (re-exported: the configuration's public types)
+    DEFAULT_KUBERNETES_VERSION,
+    AutoscalingConfig,
+    InferenceConfig,
+    MonitoringConfig,
+    NodePoolConfig,
+    OptimizerConfig,
+    PlatformConfig,
+    SchedulingConfig,
+    Secret,
+    TeamConfig,
+    TrainingConfig,
+    gpu_pool,
+)
 from .errors import ConfigError, did_you_mean, one_of
-from .labels import Taint
-from .pools import SHARING_MODES, GpuPool, Sharing
+from .kube.autoscaling_plan import check_platform_autoscalers
+from .pools import SHARING_MODES, Sharing
 
 NAMESPACE = "gpu-platform"
-DEFAULT_KUBERNETES_VERSION = "1.34"
 GPU_SOFTWARE = ("operator", "device-plugin", "cloud-managed")
 # What each cloud's own documentation recommends (DESIGN, research notes k8s_layer §1.1):
 # EKS NVIDIA AMIs carry driver + toolkit but no device plugin; AKS likewise; GKE installs driver and plugin;
@@ -37,228 +50,6 @@ POOL_ROLES = ("general", "inference", "training")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 KUBERNETES_VERSION = re.compile(r"^1\.(2[5-9]|3[0-9])$")
 SECRET_PLACEHOLDER = "[secret]"
-
-
-class Secret(str):
-    """A configuration value that came from a ``secure:`` entry; its text is never the plaintext offline."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Typed configuration
-
-
-@dataclass(frozen=True)
-class NodePoolConfig:
-    """One entry of ``nodePools``."""
-
-    name: str
-    """DNS label, unique in the stack."""
-    instance_type: str
-    """Machine type / VM size / shape; must be in the catalog for the cloud."""
-    min_nodes: int = 0
-    """Minimum nodes (0 lets the autoscaler scale the pool to zero)."""
-    max_nodes: int = 1
-    """Maximum nodes (>= 1, >= minNodes). Default: the larger of 1 and minNodes."""
-    desired_nodes: Optional[int] = None
-    """Initial size; ignored after creation. Default: minNodes."""
-    rdma: bool = False
-    """Attach the shape's RDMA fabric (EFA, InfiniBand, RoCEv2, GPUDirect); only on RDMA-capable shapes."""
-    spot: bool = False
-    """Spot / preemptible capacity."""
-    sharing: Sharing = field(default_factory=Sharing)
-    """GPU sharing: ``{mode: exclusive|time-slicing|mps|mig, replicas, profile}``."""
-    role: str = "general"
-    """``inference``, ``training`` or ``general``: where the reference workloads are placed."""
-    labels: tuple[tuple[str, str], ...] = ()
-    """Extra node labels."""
-    taints: tuple[Taint, ...] = ()
-    """Extra taints (``key=value:Effect`` strings or ``{key, value, effect}``), on top of the GPU taint."""
-    zones: tuple[str, ...] = ()
-    """Zones / availability domains to place nodes in (default: the cloud layer's choice)."""
-    gpu_model: str = ""
-    """GPU model key; derived from the shape except for GCP N1 and existing clusters."""
-    gpus_per_node: int = 0
-    """GPUs per node; derived from the shape except for GCP N1 and existing clusters."""
-    accelerator: str = ""
-    """GCP N1 only: the accelerator type attached (``nvidia-tesla-t4``, ``nvidia-tesla-v100``); derived from the
-    machine type on every other GCP shape."""
-    cloud_options: Any = None
-    """The cloud's own pool settings, parsed by ``clouds/<cloud>/options.py``."""
-
-
-@dataclass(frozen=True)
-class TeamConfig:
-    """One entry of ``teams``: a namespace with a GPU quota and a Kueue queue."""
-
-    name: str
-    """DNS label, unique; also the namespace name."""
-    gpu_quota: int
-    """GPUs (``nvidia.com/gpu``) the team may request, >= 0."""
-    cpu_quota: int
-    """CPU cores the team may request. Default: 8 per GPU, at least 4."""
-    memory_quota_gib: int
-    """Memory (GiB) the team may request. Default: 64 per GPU, at least 16."""
-    group: str
-    """Identity-provider group bound to the team's edit role. Default: the team name."""
-    borrowing_limit: Optional[int] = None
-    """GPUs the team may borrow from the cohort (None: unlimited)."""
-    lending_limit: Optional[int] = None
-    """GPUs of the team's quota the cohort may borrow (None: all)."""
-
-
-@dataclass(frozen=True)
-class MonitoringConfig:
-    """``monitoring``: kube-prometheus-stack, Grafana, DCGM dashboards and alerts."""
-
-    enabled: bool = True
-    """Install the monitoring stack (the optimizer and queue-depth autoscaling read its Prometheus)."""
-    retention: str = "15d"
-    """Prometheus retention."""
-    storage_size: str = "50Gi"
-    """Prometheus PVC size."""
-    grafana_admin_password: Optional[Secret] = None
-    """Grafana admin password (a secret); generated when absent."""
-
-
-@dataclass(frozen=True)
-class SchedulingConfig:
-    """``scheduling``: PriorityClasses and Kueue."""
-
-    kueue: bool = True
-    """Install Kueue and build flavors, cohort and queues."""
-    per_gpu_priority_classes: bool = False
-    """Also create ``high-priority-<gpu>`` / ``medium-priority-<gpu>`` classes per GPU model."""
-    default_priority_class: Optional[str] = None
-    """Tier made the cluster's global default (None: no global default)."""
-
-
-@dataclass(frozen=True)
-class InferenceConfig:
-    """``inference``: the reference sentiment-analysis service."""
-
-    enabled: bool = True
-    """Deploy the reference inference service."""
-    pool: Optional[str] = None
-    """Pool to run on (default: the first ``role: inference`` pool, else the first non-RDMA pool)."""
-    replicas: int = 1
-    """Minimum replicas."""
-    max_replicas: int = 4
-    """Maximum replicas for the autoscaler. Default: the larger of 4 and replicas."""
-    image: str = "ghcr.io/gpu-platform/sentiment-inference:0.1.0"
-    """Container image of the app."""
-    namespace: str = "inference"
-    """Namespace of the inference service."""
-    model_id: str = ""
-    """``modelId``: Hugging Face model id downloaded at start (default: the model baked into the image)."""
-    autoscaler: str = "keda"
-    """``keda`` (queue depth from Prometheus, plus CPU), ``hpa`` (CPU only) or ``none``."""
-    target_queue_depth: Optional[int] = None
-    """Queued texts per replica above which KEDA adds replicas (default: one full batch)."""
-    ingress_host: Optional[str] = None
-    """``ingressHost``: publish ``/analyze`` on this host through ingress-nginx (default: no Ingress)."""
-    model_cache_size: Optional[str] = None
-    """``modelCacheSize``: a PersistentVolumeClaim of this size as the model cache (default: none)."""
-    model_cache_storage_class: Optional[str] = None
-    """``modelCacheStorageClass``: its StorageClass, ReadWriteMany when replicas > 1 (default: the cluster's)."""
-
-
-@dataclass(frozen=True)
-class OptimizerConfig:
-    """``optimizer``: the GPU utilisation optimizer CronJob."""
-
-    enabled: bool = True
-    """Run the optimizer (only with ``monitoring``: it reads the platform's Prometheus)."""
-    action: str = "report"
-    """``report``, ``annotate``, ``scale-down`` or ``recommend``."""
-    schedule: str = "*/30 * * * *"
-    """Cron schedule of the optimizer CronJob."""
-    utilization_threshold: float = 10.0
-    """GPU utilisation (%) under which an allocation counts as idle."""
-    dry_run: bool = True
-    """Report what the action would change without changing it."""
-
-
-@dataclass(frozen=True)
-class AutoscalingConfig:
-    """``autoscaling``: node autoscaler and workload autoscalers."""
-
-    autoscaler: str = ""
-    """AWS: ``karpenter`` or ``cluster-autoscaler`` (default). Other clouds use their built-in autoscaler."""
-    vpa: bool = True
-    """Install the Vertical Pod Autoscaler (recommendation mode for training workloads)."""
-    vpa_mode: str = "Off"
-    """``vpaMode``: ``Off`` (recommendations only) or ``Initial`` (applied when a pod is created, never evicts)."""
-    vpa_workloads: tuple[str, ...] = ("training",)
-    """``vpaWorkloads``: the platform's workloads that get a VPA: ``training`` (Job + retraining CronJob),
-    ``inference`` (the inference Deployment)."""
-    vpa_resources: tuple[str, ...] = ("cpu", "memory")
-    """``vpaResources``: what the VPAs control, a subset of ``cpu``, ``memory`` (never GPUs)."""
-    scale_down_unneeded_minutes: int = 30
-    """``scaleDownUnneededMinutes``: how long a GPU node stays idle before the node autoscaler removes it
-    (cluster-autoscaler/AKS/OKE scale-down-unneeded-time, Karpenter consolidateAfter)."""
-    max_node_provision_minutes: int = 25
-    """``maxNodeProvisionMinutes``: how long a new GPU node may take to become ready (boot, driver, device plugin)
-    before the cluster autoscaler gives up on it (cluster-autoscaler, AKS and OKE max-node-provision-time)."""
-    metrics_server: bool = False
-    """``metricsServer``: install metrics-server with the VPA (its recommender reads ``metrics.k8s.io``).
-    Default: true on AWS and OCI, whose clusters have none; AKS and GKE run their own."""
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    """``training``: the reference Kueue-managed training job in the first team's namespace."""
-
-    enabled: bool = True
-    """Deploy the reference training job (needs a training pool and a first team with a GPU quota)."""
-    schedule: str = "0 3 * * 0"
-    """Cron schedule of the retraining CronJob (default: Sundays 03:00)."""
-    checkpoint_storage_class: Optional[str] = None
-    """StorageClass of the checkpoint volume; it must offer ReadWriteMany (None: the cluster's default class)."""
-    checkpoint_size: str = "100Gi"
-    """Size of the checkpoint volume."""
-
-
-@dataclass(frozen=True)
-class PlatformConfig:
-    """A whole environment: the parsed ``gpu-platform`` configuration of one stack."""
-
-    stack: str
-    """Stack name (from the engine, not a key)."""
-    cloud: str
-    """``aws``, ``azure``, ``gcp``, ``oci``, or ``existing`` (a running cluster reached by kubeconfig)."""
-    region: str
-    """Region of the cluster (``us-west-2``, ``westeurope``, ``us-central1``, ``us-ashburn-1``); unused on
-    ``existing``."""
-    node_pools: tuple[NodePoolConfig, ...]
-    """The GPU node pools, at least one (keys below)."""
-    compartment_id: str = ""
-    """OCI only: OCID of the compartment the cluster and its network go into."""
-    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
-    """Kubernetes minor version (``1.25`` to ``1.39``); each cloud picks its newest patch of it."""
-    gpu_software: str = "operator"
-    """``operator`` (NVIDIA GPU Operator), ``device-plugin`` (NVIDIA's device plugin, GFD and DCGM exporter
-    charts) or ``cloud-managed`` (the cloud's own driver and plugin). Left out: the cloud's recommendation shown
-    here, or ``operator`` when a pool's sharing mode needs it."""
-    teams: tuple[TeamConfig, ...] = ()
-    """Teams: each gets a namespace with quotas, RBAC and a Kueue ClusterQueue (keys below)."""
-    monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
-    """Prometheus, Grafana, the DCGM exporter's dashboards and GPU alerts."""
-    scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
-    """PriorityClasses and Kueue."""
-    inference: InferenceConfig = field(default_factory=InferenceConfig)
-    """The reference inference service."""
-    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
-    """The GPU utilisation optimizer."""
-    autoscaling: AutoscalingConfig = field(default_factory=AutoscalingConfig)
-    """Node and workload autoscalers."""
-    training: TrainingConfig = field(default_factory=TrainingConfig)
-    """The reference training job."""
-    cluster_options: Any = None
-    """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
-
-    def gpu_pools(self) -> list[GpuPool]:
-        """The `GpuPool` each node pool publishes (cloud layers may add cloud facts on top)."""
-        return [gpu_pool(self, p) for p in self.node_pools]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -774,8 +565,6 @@ def _check_autoscalers(config: PlatformConfig) -> None:
     """A VPA and an HPA never act on the same resource of the same workload (the autoscaling layer's rule)."""
     if not config.autoscaling.vpa:
         return
-    from .kube.autoscaling_plan import check_platform_autoscalers  # the kube layer imports this module
-
     check_platform_autoscalers(config)
 
 
@@ -848,37 +637,6 @@ def parse_config(raw: Mapping, stack: str) -> PlatformConfig:
         return _parse(as_mapping(raw, ""), stack)
     except ConfigError as err:
         raise err.for_stack(stack) from None
-
-
-def gpu_pool(config: PlatformConfig, pool: NodePoolConfig) -> GpuPool:
-    """The `GpuPool` a configured node pool publishes."""
-    shape = catalog.SHAPES.get((config.cloud, pool.instance_type))
-    gpu = catalog.GPU_MODELS[pool.gpu_model]
-    fabric = None
-    if pool.rdma:
-        fabric = shape.rdma_fabric if shape else getattr(pool.cloud_options, "rdma_fabric", catalog.INFINIBAND)
-    extra = (labels.AKS_SPOT_TAINT,) if pool.spot and config.cloud == "azure" else ()
-    return GpuPool(
-        name=pool.name,
-        cloud=config.cloud,
-        instance_type=pool.instance_type,
-        gpu_model=pool.gpu_model,
-        gpus_per_node=pool.gpus_per_node,
-        gpu_memory_gib=gpu.memory_gib,
-        min_nodes=pool.min_nodes,
-        max_nodes=pool.max_nodes,
-        vcpus_per_node=shape.vcpus if shape else 0,
-        memory_gib_per_node=shape.memory_gib if shape else 0,
-        sharing=pool.sharing,
-        rdma_fabric=fabric,
-        rdma_interfaces=(shape.rdma_interfaces if shape else getattr(pool.cloud_options, "rdma_interfaces", 1))
-        if fabric else 0,
-        spot=pool.spot,
-        user_labels=pool.labels,
-        user_taints=pool.taints,
-        extra_taints=extra,
-        role=pool.role,
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """`WorkloadAutoscaling`: the Vertical Pod Autoscaler (pinned chart) and one VPA per training workload.
 
-Cloud-agnostic: node autoscaling lives with each cloud (``clouds/aws_karpenter.py``, ``clouds/aws_cluster_
+Cloud-agnostic: node autoscaling lives with each cloud (``clouds/aws/karpenter.py``, ``clouds/aws/cluster_
 autoscaler.py``, the AKS/GKE autoscaler profiles, the OKE add-on); horizontal autoscaling with the inference
 service. What joins them here is the rule that a VPA and a horizontal autoscaler never act on the same resource
 of one workload: the component refuses to build VPAs that would (`autoscaler_conflicts.check_autoscaler_conflicts`),

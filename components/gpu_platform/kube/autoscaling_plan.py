@@ -8,7 +8,7 @@ VPA/HPA rule to them while the configuration is parsed, so a conflicting stack f
 
 from typing import Any, Optional
 
-from ..config import PlatformConfig
+from ..config_model import PlatformConfig
 from ..errors import ConfigError
 from ..pools import GpuPool, training_pool
 from . import inference_objects, training_objects

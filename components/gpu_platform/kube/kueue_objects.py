@@ -25,7 +25,7 @@ from typing import Optional
 import yaml
 
 from .. import catalog, labels
-from ..config import TeamConfig
+from ..config_model import TeamConfig
 from ..pools import RDMA_RESOURCES, GpuPool
 from ..versions import KUEUE_API_VERSION
 from . import quota_split

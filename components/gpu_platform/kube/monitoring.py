@@ -29,7 +29,7 @@ import pulumi_random as random
 from typing_extensions import Required
 
 from .. import labels
-from ..config import PlatformConfig
+from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec
 from ..versions import KUBE_PROMETHEUS_STACK, PROMETHEUS_OPERATOR_API_VERSION
 from . import alerts as rules

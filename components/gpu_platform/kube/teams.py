@@ -2,7 +2,7 @@
 
 from typing import Optional, TypedDict
 
-from ..config import TeamConfig
+from ..config_model import TeamConfig
 
 
 class TeamSpec(TypedDict, total=False):

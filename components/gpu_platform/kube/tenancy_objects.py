@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from .. import labels
-from ..config import TeamConfig
+from ..config_model import TeamConfig
 from .common import metadata
 
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")

@@ -25,7 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ..config import PlatformConfig
+from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from . import inference_objects as objects
 from .common import child_opts
