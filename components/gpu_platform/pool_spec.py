@@ -1,0 +1,136 @@
+"""A `GpuPoolSpec` argument re-checked at a component boundary, then turned into the `GpuPool` it describes.
+
+Specs come from `GpuPool.spec()`, from `gpu_pool(...)`, or are written by hand (and by programs in other Pulumi
+languages). Whatever their source they get the stack file's rules: the cloud the component runs on, the shape in
+that cloud's catalog, what the catalog says of the shape (GPU model, GPUs, memory, RDMA fabric and NICs: left out,
+they are filled in; given, they must agree), sizes, sharing, labels and taints.
+"""
+
+from typing import Any
+
+from . import catalog, config, labels
+from .component_args import Args
+from .errors import ConfigError
+from .pools import RDMA_RESOURCES, SHARING_MODES, GpuPool, GpuPoolSpec
+
+# Spec keys -> the nodePools key whose rules apply (errors from the shared parser are renamed back).
+_STACK_KEYS = {
+    "name": "name", "instanceType": "instance_type", "minNodes": "min_nodes", "maxNodes": "max_nodes",
+    "rdma": "rdma_fabric", "spot": "spot", "role": "role", "labels": "labels", "taints": "taints",
+    "gpuModel": "gpu_model", "gpusPerNode": "gpus_per_node", "sharing.mode": "sharing_mode",
+    "sharing.replicas": "sharing_replicas", "sharing.profile": "mig_profile", "sharing": "sharing_mode",
+    "accelerator": "gpu_model",
+}
+
+
+def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
+    """The `GpuPool` of the spec at ``path`` of a component that runs ``cloud`` pools; a `ConfigError` naming the
+    component and ``path`` when the spec is wrong."""
+    if isinstance(value, GpuPool):
+        value = value.spec()  # a GpuPool where a spec is expected: take its plain form
+    spec: dict[str, Any] = args._typed_dict(value, GpuPoolSpec, path, {})
+    for key in ("name", "cloud"):
+        if not spec.get(key):
+            args.fail(f"{path}.{key}", "is required")
+    name, pool_cloud = spec["name"], spec["cloud"]
+    if pool_cloud not in catalog.CLOUDS:
+        args.fail(f"{path}.cloud", config.one_of(pool_cloud, catalog.CLOUDS))
+    cloud = cloud or pool_cloud
+    if cloud and pool_cloud != cloud:
+        args.fail(f"{path}.cloud", f"pool '{name}' is a {catalog.CLOUD_NAMES[pool_cloud]} pool; {args.component} "
+                                   f"takes {catalog.CLOUD_NAMES[cloud]} pools")
+    for key in ("min_nodes", "max_nodes", "gpus_per_node", "gpu_memory_gib", "vcpus_per_node",
+                "memory_gib_per_node", "rdma_interfaces"):
+        if spec.get(key, 0) < 0:
+            args.fail(f"{path}.{key}", f"must be >= 0, got {spec[key]}")
+    if spec.get("sharing_mode", "exclusive") not in SHARING_MODES:
+        args.fail(f"{path}.sharing_mode", config.one_of(spec["sharing_mode"], SHARING_MODES))
+    if spec.get("role", "general") not in config.POOL_ROLES:
+        args.fail(f"{path}.role", config.one_of(spec["role"], config.POOL_ROLES))
+    fabric = spec.get("rdma_fabric") or ""
+    if fabric and fabric not in catalog.RDMA_FABRICS:
+        args.fail(f"{path}.rdma_fabric", config.one_of(fabric, catalog.RDMA_FABRICS))
+
+    entry = _stack_entry(spec)
+    try:
+        node_pool = config.parse_node_pool(entry, "", cloud, None)
+    except ConfigError as err:
+        args.fail(_spec_path(path, err.path), err.problem)
+    derived = config.gpu_pool(config.PlatformConfig(stack="", cloud=cloud, region="", node_pools=(node_pool,)),
+                              node_pool)
+    _agrees(args, path, spec, derived, cloud)
+    taints = [t.as_string() for t in node_pool.taints]
+    if spec.get("spot") and cloud == "azure" and labels.AKS_SPOT_TAINT.as_string() not in taints:
+        taints.append(labels.AKS_SPOT_TAINT.as_string())
+    full = GpuPoolSpec(**{**derived.spec(), **{k: v for k, v in spec.items() if v not in (None, "")},
+                          "taints": taints, "rdma_interfaces": derived.rdma_interfaces,
+                          "rdma_fabric": derived.rdma_fabric or "" if cloud != "existing" else fabric})
+    if cloud == "existing" and fabric:
+        full["rdma_interfaces"] = spec.get("rdma_interfaces") or 1
+    return GpuPool.from_spec(full)
+
+
+def _stack_entry(spec: dict[str, Any]) -> dict[str, Any]:
+    """The ``nodePools`` entry a spec stands for (the parser's rules then apply to it unchanged)."""
+    entry: dict[str, Any] = {"name": spec["name"]}
+    if spec.get("instance_type"):
+        entry["instanceType"] = spec["instance_type"]
+    for key, stack_key in (("min_nodes", "minNodes"), ("max_nodes", "maxNodes"), ("spot", "spot"),
+                           ("role", "role"), ("labels", "labels"), ("taints", "taints")):
+        if key in spec:
+            entry[stack_key] = spec[key]
+    if "taints" in entry:  # the AKS spot taint is the cloud's own, not a user taint
+        entry["taints"] = [t for t in entry["taints"] if t != labels.AKS_SPOT_TAINT.as_string()]
+    if spec.get("rdma_fabric"):
+        entry["rdma"] = True
+    mode = spec.get("sharing_mode", "exclusive")
+    if mode != "exclusive" or spec.get("mig_profile") or spec.get("sharing_replicas", 1) not in (0, 1):
+        sharing: dict[str, Any] = {"mode": mode}
+        if mode in ("time-slicing", "mps", "hami") or spec.get("sharing_replicas", 1) not in (0, 1):
+            sharing["replicas"] = spec.get("sharing_replicas", 1)
+        if spec.get("mig_profile"):
+            sharing["profile"] = spec["mig_profile"]
+        entry["sharing"] = sharing
+    if spec["cloud"] == "existing":
+        entry["gpuModel"] = spec.get("gpu_model")
+        entry["gpusPerNode"] = spec.get("gpus_per_node")
+    elif spec["cloud"] == "gcp":
+        shape = catalog.SHAPES.get(("gcp", spec.get("instance_type", "")))
+        if shape is not None and shape.attachable_accelerators:
+            # N1: the accelerator is given by the GPU model; the parser wants the GCE accelerator type.
+            accelerators = [a for a in shape.attachable_accelerators
+                            if catalog.GCP_ATTACHABLE[a][0] == spec.get("gpu_model")]
+            entry["accelerator"] = accelerators[0] if accelerators else spec.get("gpu_model", "")
+            if spec.get("gpus_per_node"):
+                entry["gpuCount"] = spec["gpus_per_node"]
+    if "maxNodes" not in entry:
+        entry["maxNodes"] = max(1, entry.get("minNodes", 0))
+    return entry
+
+
+def _spec_path(path: str, stack_path: str) -> str:
+    key = stack_path.lstrip(".")
+    key = key.split("[")[0] if key.startswith(("labels", "taints")) is False else key
+    for stack_key, spec_key in _STACK_KEYS.items():
+        if key == stack_key or key.startswith(stack_key + "[") or key.startswith(stack_key + "."):
+            return f"{path}.{spec_key}{key[len(stack_key):] if spec_key in ('labels', 'taints') else ''}"
+    return f"{path}.{key}" if key else path
+
+
+def _agrees(args: Args, path: str, spec: dict[str, Any], derived: GpuPool, cloud: str) -> None:
+    """Catalog facts a spec repeats must be the catalog's (a hand-written 4 GPUs on an 8-GPU shape is refused)."""
+    if cloud == "existing":
+        return
+    facts = {"gpu_model": derived.gpu_model, "gpus_per_node": derived.gpus_per_node,
+             "gpu_memory_gib": derived.gpu_memory_gib, "vcpus_per_node": derived.vcpus_per_node,
+             "memory_gib_per_node": derived.memory_gib_per_node}
+    if derived.rdma_fabric:
+        facts["rdma_interfaces"] = derived.rdma_interfaces
+        facts["rdma_fabric"] = derived.rdma_fabric
+    for key, fact in facts.items():
+        given = spec.get(key)
+        if given not in (None, "", 0) and given != fact:
+            args.fail(f"{path}.{key}", f"{derived.instance_type} has {fact!r} in the catalog, got {given!r} "
+                                       "(leave it out to take the catalog's)")
+    if spec.get("rdma_fabric") and derived.rdma_fabric and RDMA_RESOURCES.get(derived.rdma_fabric) is None:
+        return
