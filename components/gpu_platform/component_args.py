@@ -98,6 +98,12 @@ def _rule_key(path: str) -> str:
     return re.sub(r"\[\d+\]", "[]", path)
 
 
+def type_hints(schema: type) -> dict[str, Any]:
+    """The annotations of a TypedDict, evaluated; ``pulumi.Input[...]`` holds forward references to ``Output``
+    that only resolve in ``pulumi.output``'s namespace."""
+    return typing.get_type_hints(schema, localns=dict(vars(pulumi.output)))
+
+
 def _is_output(value: Any) -> bool:
     return isinstance(value, pulumi.Output) or inspect.isawaitable(value)
 
@@ -140,7 +146,7 @@ class Args:
     def _typed_dict(self, value: Any, schema: type, path: str, rules: dict[str, Rule]) -> dict[str, Any]:
         if not isinstance(value, Mapping):
             self.fail(path or "args", f"must be a mapping of {schema.__name__} keys, got {type(value).__name__}")
-        hints = typing.get_type_hints(schema)
+        hints = type_hints(schema)
         required = set(getattr(schema, "__required_keys__", set()))
         out: dict[str, Any] = {}
         for key, item in value.items():
