@@ -239,3 +239,22 @@ def test_generated_section_markers_are_required():
         generate.replace_section("no markers here", "x", "body")
     text = "a <!-- generated:x -->\nold\n<!-- /generated:x --> b"
     assert generate.replace_section(text, "x", "new\n") == "a <!-- generated:x -->\nnew\n<!-- /generated:x --> b"
+
+
+def test_stack_file_json_schema_accepts_every_reference_stack_and_catches_typos():
+    import glob
+
+    import jsonschema
+    import yaml
+
+    from gpu_platform.docgen import stack_schema
+
+    validator = jsonschema.Draft202012Validator(stack_schema.schema())
+    for path in sorted(glob.glob(str(ROOT / "stacks" / "Pulumi.*.yaml"))):
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(Path(path).read_text(encoding="utf-8")))]
+        assert errors == [], f"{path}: {errors}"
+    typo = {"config": {"gpu-platform:cloud": "aws", "gpu-platform:nodePools": [{"name": "a", "instanceTyp": "p5"}]}}
+    assert [e.message for e in validator.iter_errors(typo)] == [
+        "Additional properties are not allowed ('instanceTyp' was unexpected)"]
+    wrong = {"config": {"gpu-platform:cloud": "aws", "gpu-platform:nodePools": [{"name": "a", "maxNodes": "two"}]}}
+    assert list(validator.iter_errors(wrong)), "maxNodes 'two' must fail"

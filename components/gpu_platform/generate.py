@@ -7,6 +7,7 @@
 - ``docs/support-matrix.md``: clouds, shapes, sharing, drivers, RDMA, autoscalers (`docgen.support_matrix`);
 - ``provider/schema.json``: the component package schema other Pulumi languages see (`provider`);
 - ``docs/components.md``: every served component's inputs and outputs, from that schema;
+- ``docs/stack-config.schema.json``: the stack file's JSON Schema for editors (`docgen.stack_schema`);
 - the support-matrix table in ``README.md`` (between ``<!-- generated:support-matrix -->`` markers).
 
 Run from the repository root (or pass ``--root``). The tests fail with this command in their message when a
@@ -58,7 +59,14 @@ def _package_schema() -> dict:
     return _SCHEMA
 
 
+def _stack_schema() -> str:
+    from .docgen import stack_schema
+
+    return stack_schema.text()
+
+
 GENERATED: dict[str, Callable[[], str]] = {
+    "docs/stack-config.schema.json": _stack_schema,
     "docs/configuration.md": _configuration,
     "docs/support-matrix.md": _support_matrix,
     "provider/schema.json": _schema,
