@@ -322,6 +322,13 @@ error: aws-dev: nodePools[0].sharing.replicas: time-slicing needs at least 2 rep
 
 "Default" is what the parser produces when the key is left out (per cloud where it differs). Where the
 default depends on other keys, the description says how.
+
+Editors validate and complete stack files with the JSON Schema [stack-config.schema.json](stack-config.schema.json)
+(generated from the same model): with the YAML language server, put this line at the top of the stack file:
+
+```yaml
+# yaml-language-server: $schema=../docs/stack-config.schema.json
+```
 """
 
 TAINT_NOTE = ("A taint is either a string `key=value:Effect` or a mapping; the GPU taint "
