@@ -13,6 +13,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 GPU_TAINT = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
 CA = "k8s.io/cluster-autoscaler/node-template"
+SUBNET, VPC, CLUSTER_SG = "subnet-0aaaaaaaaaaaaaaa1", "vpc-0123456789abcdef0", "sg-0123456789abcdef0"
 
 
 def pool_spec(instance_type, rdma=False, spot=False, min_nodes=0, max_nodes=2):
@@ -25,13 +26,13 @@ def pool_spec(instance_type, rdma=False, spot=False, min_nodes=0, max_nodes=2):
 
 def run_pool(instance_type, rdma=False, spot=False, **args):
     base = {"pool": pool_spec(instance_type, rdma, spot), "cluster_name": "gpu",
-            "node_role_arn": "arn:aws:iam::123456789012:role/nodes", "subnet_ids": ["subnet-a"], "vpc_id": "vpc-1",
-            "cluster_security_group_id": "sg-cluster"}
+            "node_role_arn": "arn:aws:iam::123456789012:role/nodes", "subnet_ids": [SUBNET], "vpc_id": VPC,
+            "cluster_security_group_id": CLUSTER_SG}
     return run_program(lambda: aws.EksGpuNodePool("train", {**base, **args}))
 
 
 def efa_interfaces(cards):
-    groups = ["sg-cluster", "sg-train-efa"]
+    groups = [CLUSTER_SG, "sg-train-efa"]
     return [{"deleteOnTermination": "true", "deviceIndex": 0, "interfaceType": "efa", "networkCardIndex": 0,
              "securityGroups": groups}] + [
         {"deleteOnTermination": "true", "deviceIndex": 1, "interfaceType": "efa-only", "networkCardIndex": card,
@@ -47,7 +48,7 @@ def test_efa_pool_launch_template_interfaces_placement_and_security_group(instan
     assert template["placement"] == {"groupName": "train-pg"}
     assert rec.one("aws:ec2/placementGroup:PlacementGroup", "train-pg").inputs["strategy"] == "cluster"
     sg = rec.one("aws:ec2/securityGroup:SecurityGroup", "train-efa")
-    assert sg.inputs["vpcId"] == "vpc-1"
+    assert sg.inputs["vpcId"] == VPC
     for kind, name in (("Ingress", "train-efa-ingress"), ("Egress", "train-efa-egress")):
         rule = rec.one(f"aws:vpc/securityGroup{kind}Rule:SecurityGroup{kind}Rule", name).inputs
         assert (rule["ipProtocol"], rule["securityGroupId"], rule["referencedSecurityGroupId"]) == (
@@ -70,7 +71,7 @@ def test_gpu_pool_node_group_exact_inputs():
     assert group.inputs["labels"] == {"gpu-platform.io/accelerator": "l4", "gpu-platform.io/gpu-sharing": "exclusive",
                                       "gpu-platform.io/pool": "train", "k8s.amazonaws.com/accelerator": "nvidia-l4"}
     assert group.inputs["scalingConfig"] == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
-    assert group.inputs["subnetIds"] == ["subnet-a"]
+    assert group.inputs["subnetIds"] == [SUBNET]
     assert group.inputs["nodeRepairConfig"] == {"enabled": True}
     assert "diskSize" not in group.inputs  # the launch template's block device sets it
     assert group.ignore_changes == ["scalingConfig.desiredSize"]

@@ -144,7 +144,7 @@ def test_eks_kueue_flavor_and_team_queue(recordings):
 
 def test_gke_l4_pool_is_time_shared_by_gke(recordings):
     rec = recordings["gke-l4-timeshare"]
-    pool = rec.named("infer-l4-pool").inputs
+    pool = rec.named("infer-l4-shared-pool").inputs
     accelerator = pool["nodeConfig"]["guestAccelerators"][0]
     assert accelerator["type"] == "nvidia-l4" and accelerator["count"] == 1
     assert accelerator["gpuSharingConfig"] == {"gpuSharingStrategy": "TIME_SHARING", "maxSharedClientsPerGpu": 4}
@@ -167,7 +167,7 @@ def test_gke_inference_service_takes_one_time_slice_per_pod(recordings):
 
 def test_gke_replicas_follow_the_stack_config():
     rec = run_example("gke-l4-timeshare", overrides={"gke-l4-timeshare:replicasPerGpu": 2})
-    accelerator = rec.named("infer-l4-pool").inputs["nodeConfig"]["guestAccelerators"][0]
+    accelerator = rec.named("infer-l4-shared-pool").inputs["nodeConfig"]["guestAccelerators"][0]
     assert accelerator["gpuSharingConfig"]["maxSharedClientsPerGpu"] == 2
 
 

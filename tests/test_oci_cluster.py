@@ -7,7 +7,7 @@ import pulumi
 import pytest
 
 from gpu_platform import plan
-from gpu_platform.clouds.oci import OkeGpuNodePool, cluster_from_config
+from gpu_platform.clouds.oci import cluster_from_config
 from gpu_platform.config import parse_config
 from gpu_platform.testing import run_program
 
@@ -221,15 +221,6 @@ def test_existing_compute_cluster_is_joined_not_created():
     rec, _ = run_oci(dict(H100, computeClusterId=cc))
     assert rec.of_type("oci:Core/computeCluster:ComputeCluster") == []
     assert rec.one(NODE_POOL).inputs["nodeConfigDetails"]["computeClusterId"] == cc
-
-
-def test_node_pool_component_rejects_preemptible_rdma():
-    spec = {"name": "h100", "cloud": "oci", "instance_type": "BM.GPU.H100.8", "gpu_model": "h100",
-            "gpus_per_node": 8, "rdma_fabric": "roce", "spot": True}
-    args = {"pool": spec, "cluster_id": "c", "compartment_id": COMPARTMENT, "kubernetes_version": "v1.34.1",
-            "worker_subnet_id": "w", "pod_subnet_id": "p", "availability_domains": ["AD-1"]}
-    with pytest.raises(ValueError, match="an RDMA pool cannot use preemptible capacity"):
-        run_program(lambda: OkeGpuNodePool("h100", args), stack="oci-test")
 
 
 def test_oci_dev_reference_stack_plans_a10_inference_and_h100_rdma_training():

@@ -14,6 +14,7 @@ Every refusal is one `ConfigError` line ``<Component> <name>: <argument path>: <
 get. Integers that other Pulumi languages send as floats (``2.0``) are normalised to ``int``.
 """
 
+import collections.abc
 import dataclasses
 import inspect
 import re
@@ -191,7 +192,7 @@ class Args:
             return check_pool(self, value, path, cloud).spec()
         if typing.is_typeddict(tp):
             return self._typed_dict(value, tp, path, rules)
-        if origin in (list, typing.Sequence, tuple) or tp in (list,):
+        if origin in (list, typing.Sequence, tuple, collections.abc.Sequence) or tp in (list,):
             if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
                 self.fail(path, f"must be a list, got {_describe(value)}")
             (item_tp,) = typing.get_args(tp)[:1] or (Any,)

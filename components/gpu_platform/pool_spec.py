@@ -37,7 +37,9 @@ def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
         args.fail(f"{path}.cloud", config.one_of(pool_cloud, catalog.CLOUDS))
     cloud = cloud or pool_cloud
     if cloud and pool_cloud != cloud:
-        args.fail(f"{path}.cloud", f"pool '{name}' is a {catalog.CLOUD_NAMES[pool_cloud]} pool; {args.component} "
+        owner = catalog.CLOUD_NAMES[pool_cloud]
+        article = "an" if owner[0] in "AEIOU" or owner.startswith(("existing", "OCI")) else "a"
+        args.fail(f"{path}.cloud", f"pool '{name}' is {article} {owner} pool; {args.component} "
                                    f"takes {catalog.CLOUD_NAMES[cloud]} pools")
     for key in ("min_nodes", "max_nodes", "gpus_per_node", "gpu_memory_gib", "vcpus_per_node",
                 "memory_gib_per_node", "rdma_interfaces"):

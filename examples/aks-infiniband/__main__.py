@@ -16,12 +16,13 @@ from gpu_platform.clouds.azure import AksCluster
 from gpu_platform.clouds.azure.specs import gpu_driver
 from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.kube.rdma import RdmaStack
-from gpu_platform.pool_builder import gpu_pool
+from gpu_platform.pool_builder import pool_args
 
 config = pulumi.Config()
 gpu_software = "operator"
 
-h100 = gpu_pool("azure", {
+# The cluster's gpu_pools entry for a stack-file style pool: the pool plus its AKS keys, validated like a stack.
+h100 = pool_args("azure", {
     "name": "h100-ib",
     "instanceType": "Standard_ND96isr_H100_v5",
     "minNodes": 0,
@@ -34,7 +35,7 @@ register = config.get_bool("registerInfinibandFeature")
 cluster = AksCluster("aks-ib", {
     "location": config.get("location") or "westeurope",
     "kubernetes_version": "1.34",
-    "gpu_pools": [{"pool": h100.spec(), "gpu_driver": gpu_driver(gpu_software)}],
+    "gpu_pools": [{**h100, "gpu_driver": gpu_driver(gpu_software)}],
     "register_infiniband_feature": True if register is None else register,
     "tags": {"example": "aks-infiniband"},
 })

@@ -16,14 +16,15 @@ import pulumi
 from gpu_platform.clouds.oci import OkeCluster, OkeGpuNodePool
 from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.kube.rdma import RdmaStack
-from gpu_platform.pool_builder import gpu_pool
+from gpu_platform.pool_builder import pool_args
 
 config = pulumi.Config()
 compartment = config.require("compartmentId")
 nodes = config.get_int("nodes") or 2
 gpu_software = "cloud-managed"
 
-h100 = gpu_pool("oci", {
+# OkeGpuNodePool's args for a stack-file style pool (the pool, its image, its size), validated like a stack.
+h100 = pool_args("oci", {
     "name": "h100-rdma",
     "instanceType": "BM.GPU.H100.8",
     "minNodes": nodes,
@@ -33,18 +34,15 @@ h100 = gpu_pool("oci", {
     "imageId": config.require("rdmaImageId"),
 })
 
-h100_image = config.require("rdmaImageId")
 cluster = OkeCluster("oke", {"compartment_id": compartment, "kubernetes_version": "1.34"})
 pool = OkeGpuNodePool("oke-h100-rdma", {
-    "pool": h100.spec(),
+    **h100,
     "cluster_id": cluster.cluster_id,
     "compartment_id": compartment,
     "kubernetes_version": cluster.kubernetes_version,
     "worker_subnet_id": cluster.worker_subnet_id,
     "pod_subnet_id": cluster.pod_subnet_id,
     "availability_domains": cluster.availability_domains,
-    "image_id": h100_image,
-    "size": nodes,
     "disable_oke_device_plugin": gpu_software != "cloud-managed",
 })
 

@@ -19,7 +19,7 @@ from gpu_platform.clouds.existing import ExistingGpuNodes
 from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.kube.rdma import RdmaStack
 from gpu_platform.kube.scheduling import SchedulingPolicy
-from gpu_platform.pool_builder import gpu_pool
+from gpu_platform.pool_builder import pool_args
 
 config = pulumi.Config()
 nodes = config.get_object("gpuNodes") or []
@@ -30,10 +30,12 @@ provider = k8s.Provider("cluster", context=config.get("context"), enable_server_
 in_cluster = pulumi.ResourceOptions(providers={"kubernetes": provider})
 
 # An existing pool has no catalog shape: the GPU model and count are given, the fabric is InfiniBand.
-h100 = gpu_pool("existing", {
+# ExistingGpuNodes' args (the pool and its nodes) for a stack-file style pool, validated like a stack.
+h100_nodes = pool_args("existing", {
     "name": "h100-ib",
     "gpuModel": "h100",
     "gpusPerNode": 8,
+    "nodes": nodes,
     "minNodes": len(nodes),
     "maxNodes": max(1, len(nodes)),
     "rdma": True,
@@ -42,9 +44,9 @@ h100 = gpu_pool("existing", {
     "role": "training",
     "taints": [f"dedicated={dedicated}:NoSchedule"],
 })
-pools = [h100.spec()]
+pools = [h100_nodes["pool"]]
 
-gpu_nodes = ExistingGpuNodes("h100-ib", {"pool": h100.spec(), "nodes": nodes}, opts=in_cluster)
+gpu_nodes = ExistingGpuNodes("h100-ib", h100_nodes, opts=in_cluster)
 after_nodes = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[gpu_nodes]))
 
 nvidia = NvidiaGpuStack("nvidia", {"cloud": "existing", "gpu_software": "operator", "pools": pools},

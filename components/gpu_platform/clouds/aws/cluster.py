@@ -16,21 +16,31 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ...config import PlatformConfig
+from ...errors import ConfigError
 from ...kube.common import child_opts
 from ...labels import DOMAIN
 from ...pools import GpuPool, GpuPoolSpec
 from ..handle import ClusterHandle
+from . import contract, karpenter_objects
 from . import iam as aws_iam
-from . import karpenter_objects
 from . import nodes as aws_nodes
 from .efa import efa_self_rules
 from .kubeconfig import eks_kubeconfig
-from .options import AL2023_NVIDIA, CAPACITY_BLOCK, ON_DEMAND, SPOT, SYSTEM_AMI_TYPE, AwsPoolOptions
+from .options import (
+    AL2023_NVIDIA,
+    CAPACITY_BLOCK,
+    ON_DEMAND,
+    SPOT,
+    SYSTEM_AMI_TYPE,
+    AwsPoolOptions,
+    capacity_problem,
+    default_disk_size,
+)
+from .options import pool_args as options_pool_args
 from .vpc import ELB_ROLE_TAG, INTERNAL_ELB_ROLE_TAG, subnet_cidrs, vpc_zones
 
 # Installed before any node joins (a node is NotReady without the CNI); CoreDNS waits for the system nodes.
-COMPUTE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
-LATE_ADDONS = ("coredns",)
+COMPUTE_ADDONS, LATE_ADDONS = contract.COMPUTE_ADDONS, contract.LATE_ADDONS
 
 
 def _slug(text: str) -> str:
@@ -79,25 +89,26 @@ class EksGpuNodePoolArgs(TypedDict, total=False):
     desired_nodes: Optional[int]
     """Initial size (default minNodes); ignored after creation, the autoscaler owns it."""
     tags: dict[str, str]
-    """Tags on every AWS resource."""
+    """Tags on every AWS resource (pools of an `EksCluster`: added to the cluster's)."""
 
 
 def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
-    """The component's arguments as `AwsPoolOptions`, with the rules the configuration enforces for stacks."""
+    """The component's arguments as `AwsPoolOptions`, with the rules the configuration enforces for stacks
+    (a `ConfigError` ``pool <name>: <argument>: <problem>`` when one is broken)."""
     reservation = args.get("capacity_reservation_id")
     capacity_block = bool(args.get("capacity_block", False))
-    if capacity_block and (reservation is None or pool.spot):
-        raise ValueError(f"pool {pool.name}: a Capacity Block needs capacity_reservation_id and no spot")
-    if reservation is not None and pool.spot:
-        raise ValueError(f"pool {pool.name}: capacity reservations are on-demand capacity, not spot")
     placement = bool(args.get("placement_group", bool(pool.rdma_fabric) and reservation is None))
-    if placement and not pool.rdma_fabric:
-        raise ValueError(f"pool {pool.name}: a cluster placement group is only for EFA pools")
+    ami_type = args.get("ami_type", AL2023_NVIDIA)
+    problem = capacity_problem(spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
+                               ami_type=ami_type, reservation=reservation, capacity_block=capacity_block,
+                               placement=placement, placement_given="placement_group" in args, spell=lambda k: k)
+    if problem is not None:
+        raise ConfigError(problem[0], problem[1], f"pool {pool.name}")
     return AwsPoolOptions(
-        ami_type=args.get("ami_type", AL2023_NVIDIA),
+        ami_type=ami_type,
         capacity_type=CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND,
         capacity_reservation_id=reservation,
-        disk_size_gib=args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200),
+        disk_size_gib=args.get("disk_size_gib") or default_disk_size(pool.gpus_per_node),
         placement_group=placement,
     )
 
@@ -118,6 +129,7 @@ class EksGpuNodePool(pulumi.ComponentResource):
     autoscaling_group_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: EksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = contract.node_pool_args(name, args, EksGpuNodePoolArgs)  # refused before anything is registered
         super().__init__("gpuplatform:index:EksGpuNodePool", name, {}, opts)
         # The pool this node group runs (Python-only: a GpuPool has no schema form, so no class-level annotation).
         self.pool: GpuPool = GpuPool.from_spec(args["pool"])
@@ -220,7 +232,8 @@ class EksClusterArgs(TypedDict, total=False):
     vpc_cidr: str
     """New VPC: its CIDR. Default ``10.0.0.0/16``."""
     availability_zones: list[str]
-    """New VPC: its zones (1-3). Default: the region's first three."""
+    """New VPC: its zones (two or three; EKS needs two). Default: the zones the pools name, then the region's
+    first, three in all."""
     single_nat_gateway: bool
     """New VPC: one NAT gateway for every zone (True, default) or one per zone."""
     admin_role_arns: list[str]
@@ -243,7 +256,12 @@ class EksCluster(pulumi.ComponentResource):
     """An EKS cluster with GPU node pools: VPC (new or existing), cluster and node IAM roles, access entries for
     admins, managed add-ons (vpc-cni with efa-only support, kube-proxy, pod identity, CoreDNS), a small non-GPU
     system node group, one `EksGpuNodePool` per GPU pool, an IRSA OIDC provider, a kubeconfig and a Kubernetes
-    provider."""
+    provider.
+
+    Its ``region``, ``kubernetes_version``, ``system_node_group_name`` and ``autoscaling_group_names`` attributes
+    are what `EksClusterAutoscaler` takes: a composed program installs the autoscaler its pools scale with
+    (docs/autoscaling.md, "Composing (AWS)"). ``gpu_pools`` entries come from
+    `gpu_platform.pool_args("aws", entry)`."""
 
     vpc: Optional[aws.ec2.Vpc]
     """The new VPC (None with an existing one); its subnets are `private_subnets` / `public_subnets` by zone."""
@@ -264,10 +282,13 @@ class EksCluster(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: EksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = contract.cluster_args(name, args, EksClusterArgs)  # refused before anything is registered
         super().__init__("gpuplatform:index:EksCluster", name, {}, opts)
         tags = dict(args.get("tags", {}))
         cluster_name = args.get("cluster_name", name)
         region = args["region"]
+        self.region: str = region
+        self.kubernetes_version: str = args["kubernetes_version"]
         partition = aws.get_partition(opts=pulumi.InvokeOptions(parent=self)).partition
 
         self.zones: list[str] = []
@@ -281,7 +302,9 @@ class EksCluster(pulumi.ComponentResource):
         else:
             zones = list(args.get("availability_zones") or [])
             if not zones:
-                zones = vpc_zones([], [], region_zones(region, pulumi.InvokeOptions(parent=self)))
+                # The zones the pools name first, so a pool pinned to a zone always finds its subnet.
+                pool_zones = [z for entry in args.get("gpu_pools", []) for z in entry.get("zones", [])]
+                zones = vpc_zones([], pool_zones, region_zones(region, pulumi.InvokeOptions(parent=self)))
             self.zones = zones
             vpc_id = self._new_vpc(name, cluster_name, args.get("vpc_cidr", "10.0.0.0/16"), zones,
                                    args.get("single_nat_gateway", True), tags, opts)
@@ -363,18 +386,23 @@ class EksCluster(pulumi.ComponentResource):
         # GPU node pool components by pool name, and the pools they publish (Python-only attributes: component
         # references and GpuPools have no schema form, so they carry no class-level annotation).
         self.node_pools: dict[str, EksGpuNodePool] = {}
-        for pool_args in args.get("gpu_pools", []):
-            pool = GpuPool.from_spec(pool_args["pool"])
-            zones = list(pool_args.get("zones") or [])
+        for entry in args.get("gpu_pools", []):
+            pool = GpuPool.from_spec(entry["pool"])
+            zones = list(entry.get("zones") or [])
             if pool.rdma_fabric and not zones and self.zones:
                 zones = self.zones[:1]  # EFA traffic stays inside one subnet: the VPC's first zone
-            defaults = EksGpuNodePoolArgs(subnet_ids=self.subnet_ids_for(zones), tags=tags)
+            # The cluster maps zones to its subnets (the node group takes subnets); pool tags add to the cluster's.
+            pool_args = {key: value for key, value in entry.items() if key != "zones"}
             self.node_pools[pool.name] = EksGpuNodePool(
                 f"{name}-{pool.name}",
-                {**defaults, **pool_args, "cluster_name": self.cluster.name, "node_role_arn": self.node_role.arn,
+                {"subnet_ids": self.subnet_ids_for(zones), **pool_args, "tags": {**tags, **entry.get("tags", {})},
+                 "cluster_name": self.cluster.name, "node_role_arn": self.node_role.arn,
                  "vpc_id": self.vpc_id, "cluster_security_group_id": self.cluster_security_group_id},
                 opts=child_opts(self, opts, depends_on=self.compute_dependencies))
         self.gpu_pools: list[GpuPool] = [component.pool for component in self.node_pools.values()]
+        self.system_node_group_name: pulumi.Output[str] = self.system_node_group.node_group_name
+        self.autoscaling_group_names: dict[str, pulumi.Output[str]] = {
+            pool_name: component.autoscaling_group_name for pool_name, component in self.node_pools.items()}
 
         self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.cluster.name, self.cluster.endpoint, self.cluster.certificate_authority.apply(lambda c: c.data),
@@ -476,42 +504,38 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     karpenter = config.autoscaling.autoscaler == "karpenter"
     pools: list[EksGpuNodePoolArgs] = []
     for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
-        pool_options: AwsPoolOptions = pool_config.cloud_options
-        desired = pool_config.desired_nodes
+        # The same entry `gpu_platform.pool_args("aws", ...)` gives a composed program, then what only a stack knows.
+        entry = options_pool_args(pool_config, pool)
         if karpenter:
             # Karpenter keeps no minimum: a node group of exactly minNodes holds the baseline (none at 0).
             if karpenter_objects.split(pool).baseline_nodes == 0:
                 continue
-            pool, desired = karpenter_objects.baseline_pool(pool), pool.min_nodes
-        entry = EksGpuNodePoolArgs(
-            pool=pool.spec(), ami_type=pool_options.ami_type,
-            capacity_reservation_id=pool_options.capacity_reservation_id, capacity_block=pool_options.capacity_block,
-            disk_size_gib=pool_options.disk_size_gib, placement_group=pool_options.placement_group,
-            desired_nodes=desired, tags=tags)
-        if pool_options.subnet_ids:
-            entry["subnet_ids"] = list(pool_options.subnet_ids)
-        if pool_config.zones:
-            entry["zones"] = list(pool_config.zones)
+            entry.update(pool=karpenter_objects.baseline_pool(pool).spec(), desired_nodes=pool.min_nodes)
         pools.append(entry)
-    cluster = EksCluster(name, EksClusterArgs(
+    args = EksClusterArgs(
         cluster_name=name,
         region=config.region,
         kubernetes_version=config.kubernetes_version,
         addon_versions=dict(options.addon_versions),
-        vpc_id=options.vpc_id,
-        private_subnet_ids=list(options.private_subnet_ids),
-        public_subnet_ids=list(options.public_subnet_ids),
-        vpc_cidr=options.vpc_cidr,
-        availability_zones=zones,
-        single_nat_gateway=options.single_nat_gateway,
         admin_role_arns=list(options.admin_role_arns),
         system_node_instance_type=options.system_node_instance_type,
         system_nodes=options.system_nodes,
         endpoint_public_access=options.endpoint_public_access,
-        public_access_cidrs=list(options.public_access_cidrs),
         gpu_pools=pools,
         tags=tags,
-    ), opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"aws": provider})))
+    )
+    # Only the arguments that apply: the component refuses a VPC key the other kind of VPC would ignore.
+    if options.new_vpc:
+        args.update(vpc_cidr=options.vpc_cidr, availability_zones=zones,
+                    single_nat_gateway=options.single_nat_gateway)
+    else:
+        args.update(vpc_id=options.vpc_id, private_subnet_ids=list(options.private_subnet_ids))
+        if options.public_subnet_ids:
+            args["public_subnet_ids"] = list(options.public_subnet_ids)
+    if options.endpoint_public_access:
+        args["public_access_cidrs"] = list(options.public_access_cidrs)
+    cluster = EksCluster(name, args, opts=pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(providers={"aws": provider})))
     return ClusterHandle(
         cloud="aws",
         cluster_name=cluster.cluster_name,

@@ -25,6 +25,7 @@ from ...kube.common import child_opts, helm_release
 from ...versions import CLUSTER_AUTOSCALER, CLUSTER_AUTOSCALER_IMAGE_TAGS
 from ..autoscaler_profile import GpuScalingProfile, cluster_autoscaler_flags
 from ..handle import ClusterHandle
+from . import contract
 from . import iam as aws_iam
 
 NAMESPACE = "kube-system"
@@ -115,13 +116,19 @@ class EksClusterAutoscalerArgs(TypedDict, total=False):
 
 class EksClusterAutoscaler(pulumi.ComponentResource):
     """The cluster-autoscaler (pinned chart) for an EKS cluster's managed node groups, with its IAM role bound by
-    pod identity and the GPU pools' Auto Scaling groups tagged for auto-discovery."""
+    pod identity and the GPU pools' Auto Scaling groups tagged for auto-discovery.
+
+    Composed with an `EksCluster` (whose ``min_nodes: 0`` pools need it to get a node), every argument comes from
+    the cluster: ``cluster_name``, ``region``, ``kubernetes_version``, ``system_node_group_name`` and
+    ``autoscaling_group_names`` are its attributes of those names; pass ``providers={"kubernetes":
+    cluster.provider}``. See docs/autoscaling.md, "Composing (AWS)"."""
 
     role: aws.iam.Role
     pod_identity: aws.eks.PodIdentityAssociation
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: EksClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = contract.autoscaler_args(name, args, EksClusterAutoscalerArgs)  # refused before anything registers
         super().__init__("gpuplatform:index:EksClusterAutoscaler", name, {}, opts)
         tags = dict(args.get("tags", {}))
         cluster = pulumi.Output.from_input(args["cluster_name"])

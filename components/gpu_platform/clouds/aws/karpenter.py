@@ -25,6 +25,7 @@ from ...kube.custom_object import KubernetesObject
 from ...pools import GpuPool, GpuPoolSpec
 from ...versions import KARPENTER
 from ..handle import ClusterHandle
+from . import contract
 from . import iam as aws_iam
 from . import karpenter_objects as objects
 from .efa import efa_self_rules
@@ -37,7 +38,7 @@ POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
 class KarpenterPoolArgs(TypedDict, total=False):
     """One GPU pool's share of Karpenter."""
 
-    pool: GpuPoolSpec
+    pool: Required[GpuPoolSpec]
     """The GPU pool: instance type, GPUs per node, labels, taints, RDMA (EFA), spot."""
     nodes: int
     """Nodes Karpenter may run for the pool (``maxNodes - minNodes`` when a node group keeps the minimum)."""
@@ -100,6 +101,7 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
     node_role_arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: KarpenterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = contract.karpenter_args(name, args, KarpenterAutoscalerArgs)  # refused before anything registers
         super().__init__("gpuplatform:index:KarpenterAutoscaler", name, {}, opts)
         tags = dict(args.get("tags", {}))
         region = args["region"]

@@ -22,7 +22,7 @@ Pool keys (per ``nodePools[]`` entry): ``amiType``, ``capacityReservationId``, `
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -140,35 +140,51 @@ def _read_cidr(value: Any, path: str, min_prefix: int = 0, max_prefix: int = 32)
     return str(network)
 
 
+def capacity_problem(*, spot: bool, rdma: bool, sharing_mode: str, ami_type: str, reservation: Optional[str],
+                     capacity_block: bool, placement: bool, placement_given: bool,
+                     spell: Callable[[str], str]) -> Optional[tuple[str, str]]:
+    """``(key, problem)`` of the first AWS capacity rule a pool breaks, or None. One rule set for the stack file
+    (``spell`` = camelCase) and the components (``spell`` = identity): keys are snake_case, spelled by ``spell``."""
+    if ami_type == BOTTLEROCKET_NVIDIA and sharing_mode != "exclusive":
+        # Bottlerocket runs its own NVIDIA device plugin; the platform's sharing configs never reach it.
+        return spell("ami_type"), (f"{sharing_mode} sharing needs the platform's device plugin, which Bottlerocket "
+                                   f"replaces with its own; use {AL2023_NVIDIA}")
+    if reservation is not None and not _RESERVATION_ID.match(reservation):
+        return spell("capacity_reservation_id"), (f"'{reservation}' is not a capacity reservation id such as "
+                                                  "cr-0123456789abcdef0")
+    if capacity_block and spot:
+        return spell("capacity_block"), "a Capacity Block is reserved capacity and cannot be spot; remove spot: true"
+    if capacity_block and reservation is None:
+        return spell("capacity_block"), (f"a Capacity Block needs {spell('capacity_reservation_id')} (the cr-... id "
+                                         "of the purchased block)")
+    if reservation is not None and spot:
+        return spell("capacity_reservation_id"), "capacity reservations are on-demand capacity; remove spot: true"
+    if placement_given and placement and not rdma:
+        return spell("placement_group"), "a cluster placement group is only for rdma: true pools"
+    if placement_given and placement and reservation is not None:
+        # The reservation's instances exist wherever it was made; a new placement group cannot contain them
+        # and launches fail with InsufficientInstanceCapacity.
+        return spell("placement_group"), (f"cannot be combined with {spell('capacity_reservation_id')}: reserved "
+                                          "instances cannot launch into a new placement group")
+    return None
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoolOptions:
     """A pool's AWS keys; rules that need the cluster's keys (VPC, zones) live in `parse_cluster_options`."""
     ami_type = read_enum(raw, "amiType", path, GPU_AMI_TYPES, AL2023_NVIDIA)
-    if ami_type == BOTTLEROCKET_NVIDIA and pool.sharing.mode != "exclusive":
-        # Bottlerocket runs its own NVIDIA device plugin; the platform's sharing configs never reach it.
-        raise ConfigError(join(path, "amiType"), f"{pool.sharing.mode} sharing needs the platform's device plugin, "
-                                                 f"which Bottlerocket replaces with its own; use {AL2023_NVIDIA}")
     reservation = read_str(raw, "capacityReservationId", path, None)
-    if reservation is not None and not _RESERVATION_ID.match(reservation):
-        raise ConfigError(join(path, "capacityReservationId"),
-                          f"'{reservation}' is not a capacity reservation id such as cr-0123456789abcdef0")
     capacity_block = read_bool(raw, "capacityBlock", path, False)
-    if capacity_block and pool.spot:
-        raise ConfigError(join(path, "capacityBlock"), "a Capacity Block is reserved capacity and cannot be spot; "
-                                                       "remove spot: true")
-    if capacity_block and reservation is None:
-        raise ConfigError(join(path, "capacityBlock"), "a Capacity Block needs capacityReservationId "
-                                                       "(the cr-... id of the purchased block)")
-    if reservation is not None and pool.spot:
-        raise ConfigError(join(path, "capacityReservationId"), "capacity reservations are on-demand capacity; "
-                                                               "remove spot: true")
     placement = read_bool(raw, "placementGroup", path, pool.rdma and reservation is None)
-    if "placementGroup" in raw and placement and not pool.rdma:
-        raise ConfigError(join(path, "placementGroup"), "a cluster placement group is only for rdma: true pools")
-    if "placementGroup" in raw and placement and reservation is not None:
-        # The reservation's instances exist wherever it was made; a new placement group cannot contain them
-        # and launches fail with InsufficientInstanceCapacity.
-        raise ConfigError(join(path, "placementGroup"), "cannot be combined with capacityReservationId: reserved "
-                                                        "instances cannot launch into a new placement group")
+    problem = capacity_problem(spot=pool.spot, rdma=pool.rdma, sharing_mode=pool.sharing.mode, ami_type=ami_type,
+                               reservation=reservation, capacity_block=capacity_block, placement=placement,
+                               placement_given="placementGroup" in raw, spell=_camel)
+    if problem is not None:
+        raise ConfigError(join(path, problem[0]), problem[1])
     capacity_type = CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND
     return AwsPoolOptions(
         ami_type=ami_type,
@@ -178,6 +194,28 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoo
         subnet_ids=_read_ids(raw, "subnetIds", path, _SUBNET_ID, "a subnet id such as subnet-0123456789abcdef0"),
         placement_group=placement,
     )
+
+
+def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
+    """The ``EksCluster`` ``gpu_pools`` entry (``EksGpuNodePoolArgs``) of a parsed ``nodePools`` entry: the pool
+    plus every AWS key of the entry under the component's snake_case name. Pure: the stack path
+    (`cluster_from_config`) and `gpu_platform.pool_args("aws", entry)` both build their entries here, so a key
+    cannot reach one path and not the other. What only the stack knows (tags, Karpenter's baseline) is added there.
+    """
+    options: AwsPoolOptions = pool_config.cloud_options or AwsPoolOptions()
+    out: dict[str, Any] = {
+        "pool": pool.spec(), "ami_type": options.ami_type, "disk_size_gib": options.disk_size_gib,
+        "placement_group": options.placement_group, "capacity_block": options.capacity_block,
+    }
+    if options.capacity_reservation_id is not None:
+        out["capacity_reservation_id"] = options.capacity_reservation_id
+    if options.subnet_ids:
+        out["subnet_ids"] = list(options.subnet_ids)
+    if pool_config.zones:
+        out["zones"] = list(pool_config.zones)
+    if pool_config.desired_nodes is not None:
+        out["desired_nodes"] = pool_config.desired_nodes
+    return out
 
 
 def _check_zone(zone: str, region: str, path: str) -> None:

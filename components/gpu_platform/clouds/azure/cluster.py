@@ -31,13 +31,15 @@ from pulumi_azure_native import authorization, containerservice, features, manag
 from typing_extensions import Required
 
 from ... import catalog
+from ...component_args import Args
 from ...config import PlatformConfig
 from ...kube.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ..autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
 from ..handle import ClusterHandle
+from . import contract
 from .names import agent_pool_name, dns_prefix
-from .options import INFINIBAND_FEATURE, AzureClusterOptions
+from .options import INFINIBAND_FEATURE, AzureClusterOptions, pool_args
 from .specs import (
     GPU_DRIVER_INSTALL,
     agent_pool_properties,
@@ -97,6 +99,7 @@ class AksGpuNodePool(pulumi.ComponentResource):
     agent_pool_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: AksGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = _checked_pool_args(name, args)  # type: ignore[assignment]
         super().__init__("gpuplatform:index:AksGpuNodePool", name, {}, opts)
         # The pool as AKS runs it (spot pools carry AKS's spot taint). Python-only: a GpuPool has no schema form,
         # so it carries no class-level annotation.
@@ -133,6 +136,18 @@ class AksGpuNodePool(pulumi.ComponentResource):
         self.agent_pool_name = self.agent_pool.name
         self.agent_pool_id = self.agent_pool.id
         self.register_outputs({"agent_pool_name": self.agent_pool_name, "agent_pool_id": self.agent_pool_id})
+
+
+def _checked_pool_args(name: str, args: Any) -> dict[str, Any]:
+    """`AksGpuNodePool`'s args checked (a `ConfigError` line otherwise); the group and cluster, which
+    `AksCluster` fills in for its own pools, are required of a pool composed on its own."""
+    checker = Args("AksGpuNodePool", name, cloud="azure")
+    checked = checker.check(args, AksGpuNodePoolArgs, contract.POOL_RULES)
+    for key in ("resource_group_name", "cluster_name"):
+        if key not in checked:
+            checker.fail(key, "is required (AksCluster sets it for the pools in its gpu_pools)")
+    contract.check_pool_entry(checker, checked)
+    return checked
 
 
 class AksClusterArgs(TypedDict, total=False):
@@ -197,6 +212,9 @@ class AksCluster(pulumi.ComponentResource):
     provider: k8s.Provider
 
     def __init__(self, name: str, args: AksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        checker = Args("AksCluster", name, cloud="azure")
+        args = checker.check(args, AksClusterArgs, contract.CLUSTER_RULES)  # type: ignore[assignment]
+        contract.check_cluster(checker, args)
         super().__init__("gpuplatform:index:AksCluster", name, {}, opts)
         defaults = AzureClusterOptions()
         location = args["location"]
@@ -287,14 +305,14 @@ class AksCluster(pulumi.ComponentResource):
         # references and GpuPools have no schema form, so they carry no class-level annotation).
         self.node_pools: dict[str, AksGpuNodePool] = {}
         previous: list[pulumi.Resource] = []
-        for pool, pool_args in zip(pools, args.get("gpu_pools", []), strict=True):
+        for pool, entry in zip(pools, args.get("gpu_pools", []), strict=True):
             waits = list(previous)
             if self.infiniband_feature is not None and pool.rdma_fabric == catalog.INFINIBAND:
                 waits.append(self.infiniband_feature)
             component = AksGpuNodePool(
                 f"{name}-{pool.name}",
                 {"vnet_subnet_id": subnet_id, "os_sku": os_sku, **({"kubernetes_version": version} if version else {}),
-                 **pool_args, "resource_group_name": group_name, "cluster_name": self.managed_cluster.name},
+                 **entry, "resource_group_name": group_name, "cluster_name": self.managed_cluster.name},
                 # AKS rejects a pool operation while another one on the cluster is running
                 # ("Another agentpool operation ... is in progress"), so pools are created one after another.
                 opts=child_opts(self, opts, depends_on=waits))
@@ -330,31 +348,25 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     """The AKS cluster of a stack: `AksCluster` built from the validated `PlatformConfig`."""
     options: AzureClusterOptions = config.cluster_options
     driver = gpu_driver(config.gpu_software)
-    pools: list[AksGpuNodePoolArgs] = []
-    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
-        pool_options = pool_config.cloud_options
-        entry = AksGpuNodePoolArgs(pool=pool.spec(), agent_pool_name=pool_options.agent_pool_name,
-                                   os_sku=pool_options.os_sku or options.os_sku, gpu_driver=driver)
-        optional = {
-            "spot_max_price": pool_options.spot_max_price,
-            "spot_eviction_policy": pool_options.spot_eviction_policy,
-            "os_disk_size_gb": pool_options.os_disk_size_gb,
-            "initial_nodes": pool_config.desired_nodes,
-            "availability_zones": list(pool_config.zones) or None,
-        }
-        entry.update({k: v for k, v in optional.items() if v is not None})  # type: ignore[typeddict-item]
-        pools.append(entry)
+    # The same entries a program gets from `pool_args("azure", entry)`, plus what only the stack knows.
+    pools: list[AksGpuNodePoolArgs] = [
+        {**pool_args(pool_config, pool), "gpu_driver": driver}  # type: ignore[typeddict-item]
+        for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True)
+    ]
     cluster_args = AksClusterArgs(
         location=config.region, kubernetes_version=config.kubernetes_version, os_sku=options.os_sku,
-        vnet_address_space=options.vnet_address_space, subnet_address_prefix=options.subnet_address_prefix,
         pod_cidr=options.pod_cidr, service_cidr=options.service_cidr, dns_service_ip=options.dns_service_ip,
         system_pool_vm_size=options.system_pool_vm_size, system_pool_min_nodes=options.system_pool_min_nodes,
         system_pool_max_nodes=options.system_pool_max_nodes, sku_tier=options.sku_tier, gpu_pools=pools,
-        register_infiniband_feature=options.register_infiniband_feature,
         auto_scaler_profile=aks_auto_scaler_profile(GpuScalingProfile(
             config.autoscaling.scale_down_unneeded_minutes, config.autoscaling.max_node_provision_minutes)),
         tags={"gpu-platform-stack": config.stack},
     )
+    if options.vnet_subnet_id is None:  # the address ranges of a new VNet only
+        cluster_args.update(vnet_address_space=options.vnet_address_space,
+                            subnet_address_prefix=options.subnet_address_prefix)
+    if any(pool.rdma_fabric == catalog.INFINIBAND for pool in config.gpu_pools()):
+        cluster_args["register_infiniband_feature"] = options.register_infiniband_feature
     for key in ("resource_group_name", "cluster_name", "vnet_subnet_id"):
         if getattr(options, key) is not None:
             cluster_args[key] = getattr(options, key)  # type: ignore[literal-required]

@@ -17,7 +17,8 @@ Cluster keys (top level of the ``gpu-platform`` namespace), all optional:
 | ``skuTier`` | ``Standard`` | AKS pricing tier: ``Free``, ``Standard`` (uptime SLA), ``Premium`` |
 | ``registerInfinibandFeature`` | true | register ``AKSInfinibandSupport`` when a pool is an InfiniBand pool |
 
-Pool keys (``nodePools[i]``): ``agentPoolName`` (default derived, see `azure_names.agent_pool_name`), ``osSku``
+Pool keys (``nodePools[i]``), each an `AksGpuNodePool` argument (`pool_args`): ``agentPoolName`` (default
+derived, see `azure_names.agent_pool_name`), ``osSku``
 (default the cluster's), ``spotMaxPrice`` (USD/hour, -1 = up to on-demand; spot pools only),
 ``spotEvictionPolicy`` (``Delete``/``Deallocate``; spot pools only), ``osDiskSizeGb``. ``zones`` are Azure
 availability zones ``1``, ``2``, ``3``.
@@ -286,3 +287,20 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AzureP
         spot_eviction_policy=eviction,
         os_disk_size_gb=disk,
     )
+
+
+def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
+    """The `AksCluster` ``gpu_pools`` entry (`AksGpuNodePool` args) of a validated ``nodePools`` entry: the pool and
+    every AKS key the entry sets (``zones`` -> ``availability_zones``, ``desiredNodes`` -> ``initial_nodes``)."""
+    options: AzurePoolOptions = pool_config.cloud_options
+    args: dict[str, Any] = {"pool": pool.spec(), "agent_pool_name": options.agent_pool_name}
+    optional = {
+        "os_sku": options.os_sku,
+        "spot_max_price": options.spot_max_price,
+        "spot_eviction_policy": options.spot_eviction_policy,
+        "os_disk_size_gb": options.os_disk_size_gb,
+        "initial_nodes": pool_config.desired_nodes,
+        "availability_zones": list(pool_config.zones) or None,
+    }
+    args.update({k: v for k, v in optional.items() if v is not None})
+    return args

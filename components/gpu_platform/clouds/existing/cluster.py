@@ -7,9 +7,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
+from ...component_args import Args, Rule
 from ...config import PlatformConfig
 from ...pools import GpuPool, GpuPoolSpec
 from ..handle import ClusterHandle
+from .options import duplicate_node, node_name_problem, pool_args
+
+RULES = {"nodes": Rule(check=lambda nodes: None if nodes else "must list at least one node"),
+         "nodes[]": Rule(check=node_name_problem)}
 
 
 class ExistingGpuNodesArgs(TypedDict, total=False):
@@ -17,8 +22,8 @@ class ExistingGpuNodesArgs(TypedDict, total=False):
 
     pool: Required[GpuPoolSpec]
     """The pool the nodes form."""
-    nodes: list[str]
-    """Names of the nodes to label and taint."""
+    nodes: Required[list[str]]
+    """Names of the nodes to label and taint (at least one, each once; at least the pool's ``min_nodes``)."""
 
 
 class ExistingGpuNodes(pulumi.ComponentResource):
@@ -27,6 +32,7 @@ class ExistingGpuNodes(pulumi.ComponentResource):
     node_names: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: ExistingGpuNodesArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = _checked(name, args)  # type: ignore[assignment]
         super().__init__("gpuplatform:index:ExistingGpuNodes", name, {}, opts)
         pool = GpuPool.from_spec(args["pool"])
         self.patches = [
@@ -37,10 +43,22 @@ class ExistingGpuNodes(pulumi.ComponentResource):
                 spec={"taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]},
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for node in args.get("nodes", [])
+            for node in args["nodes"]
         ]
-        self.node_names = pulumi.Output.from_input(list(args.get("nodes", [])))
+        self.node_names = pulumi.Output.from_input(list(args["nodes"]))
         self.register_outputs({"node_names": self.node_names})
+
+
+def _checked(name: str, args: ExistingGpuNodesArgs) -> dict:
+    checker = Args("ExistingGpuNodes", name, cloud="existing")
+    checked = checker.check(args, ExistingGpuNodesArgs, RULES)
+    nodes, pool = checked["nodes"], checked["pool"]
+    twice = duplicate_node(nodes)
+    if twice:
+        checker.fail(f"nodes[{twice[1]}]", f"node '{nodes[twice[1]]}' is listed twice (also nodes[{twice[0]}])")
+    if pool["min_nodes"] > len(nodes):
+        checker.fail("nodes", f"lists {len(nodes)} nodes but pool.min_nodes is {pool['min_nodes']}")
+    return checked
 
 
 def _kubeconfig_text(value: Optional[str]) -> Optional[str]:
@@ -61,11 +79,12 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     provider = k8s.Provider(f"{name}-k8s", enable_server_side_apply=True, **provider_args, opts=opts)
     pools, ready = [], []
     for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
-        nodes = list(pool_config.cloud_options.nodes)
         pools.append(pool)
-        if nodes:
+        # The same args a program gets from `pool_args("existing", entry)`; without nodes there is nothing to patch.
+        args = pool_args(pool_config, pool)
+        if args.get("nodes"):
             ready.append(ExistingGpuNodes(
-                f"{name}-{pool.name}", {"pool": pool.spec(), "nodes": nodes},
+                f"{name}-{pool.name}", args,  # type: ignore[arg-type]
                 opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"kubernetes": provider})),
             ))
     return ClusterHandle(

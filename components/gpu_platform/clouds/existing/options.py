@@ -1,5 +1,10 @@
-"""Configuration keys of an existing cluster (``cloud: existing``), parsed without any SDK."""
+"""Configuration keys of an existing cluster (``cloud: existing``), parsed without any SDK.
 
+Pool keys: ``nodes`` (the `ExistingGpuNodes` argument, `pool_args`), ``rdmaFabric`` and ``rdmaInterfaces`` (they
+become the pool's ``rdma_fabric`` and ``rdma_interfaces``).
+"""
+
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -10,6 +15,27 @@ from ...config import ConfigError, join, read_enum, read_int, read_list, read_st
 CLUSTER_KEYS = {"kubeconfig", "context"}
 POOL_KEYS = {"nodes", "rdmaFabric", "rdmaInterfaces"}
 EXISTING_FABRICS = (catalog.INFINIBAND, catalog.ROCE)
+NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+"""A Kubernetes node name: a DNS subdomain (RFC 1123), at most 253 characters."""
+
+
+def node_name_problem(name: str) -> Optional[str]:
+    """What is wrong with a node name, or None."""
+    if not name:
+        return "must not be empty"
+    if len(name) > 253 or not NODE_NAME.match(name):
+        return f"'{name}' is not a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-', '.')"
+    return None
+
+
+def duplicate_node(nodes: "list[str] | tuple[str, ...]") -> Optional[tuple[int, int]]:
+    """(first index, repeated index) of the first node listed twice, or None."""
+    seen: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        if node in seen:
+            return seen[node], i
+        seen[node] = i
+    return None
 
 
 @dataclass(frozen=True)
@@ -41,6 +67,14 @@ def parse_cluster_options(raw: Mapping, config: Any) -> ExistingClusterOptions:
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> ExistingPoolOptions:
     nodes = tuple(str(n) for n in read_list(raw, "nodes", path))
+    for i, node in enumerate(nodes):
+        problem = node_name_problem(node)
+        if problem:
+            raise ConfigError(join(join(path, "nodes"), i), problem)
+    twice = duplicate_node(nodes)
+    if twice:
+        raise ConfigError(join(join(path, "nodes"), twice[1]), f"node '{nodes[twice[1]]}' is listed twice "
+                                                               f"(also nodes[{twice[0]}])")
     if pool.min_nodes > len(nodes) and nodes:
         raise ConfigError(join(path, "nodes"), f"lists {len(nodes)} nodes but minNodes is {pool.min_nodes}")
     fabric = read_enum(raw, "rdmaFabric", path, EXISTING_FABRICS, catalog.INFINIBAND)
@@ -48,3 +82,14 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> Existi
         raise ConfigError(join(path, "rdmaFabric"), "only applies with rdma: true")
     return ExistingPoolOptions(nodes=nodes, rdma_fabric=fabric,
                                rdma_interfaces=read_int(raw, "rdmaInterfaces", path, 1, minimum=1))
+
+
+def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
+    """The `ExistingGpuNodes` args of a validated ``nodePools`` entry: the pool (with its RDMA fabric and NICs) and
+    the nodes to label and taint. An entry without ``nodes`` gives ``{"pool": ...}`` alone: its nodes carry the
+    labels already, and no `ExistingGpuNodes` is needed."""
+    options: ExistingPoolOptions = pool_config.cloud_options or ExistingPoolOptions()
+    args: dict[str, Any] = {"pool": pool.spec()}
+    if options.nodes:
+        args["nodes"] = list(options.nodes)
+    return args

@@ -1,10 +1,24 @@
 """Google Cloud: a GKE Standard cluster (`GkeCluster`) and its GPU / GPUDirect node pools (`GkeGpuNodePool`).
 
-`cluster_from_config` builds both from a validated `PlatformConfig`; the decisions live in pure modules
-(``gcp_options``, ``gcp_pools``, ``gcp_networks``) and are unit-tested there. Property names and values are those
-of pulumi_gcp 10.2.0 (``container.Cluster``, ``container.NodePool``, ``compute.*``).
+Programs compose them the way `cluster_from_config` (the stack path) does: one `GkeCluster` with its pools in
+``gpu_pools`` (entries from `gpu_platform.pool_args("gcp", entry)` or written by hand). The cluster plans the
+GPUDirect NIC networks of the RDMA pools among them (extra VPCs, subnets, ``GKENetworkParamSet``/``Network``
+objects, multi-networking) and gives each pool its extra NICs and its pods' interface annotations::
+
+    from gpu_platform import GkeCluster, pool_args
+
+    train = pool_args("gcp", {"name": "train", "instanceType": "a3-ultragpu-8g", "rdma": True, "maxNodes": 4,
+                              "zones": ["us-central1-b"]})
+    cluster = GkeCluster("ml", {"region": "us-central1", "gpu_pools": [train]})
+    cluster.node_pools["train"], cluster.gpu_pools  # components, and the GpuPools the Kubernetes layer takes
+
+Both components check their args when constructed (`gpu_platform.component_args`): a wrong value fails with one
+line naming the component, its name and the argument path before anything is registered. The decisions live in
+pure modules (``gcp_options``, ``gcp_pools``, ``gcp_networks``) and are unit-tested there. Property names and
+values are those of pulumi_gcp 10.2.0 (``container.Cluster``, ``container.NodePool``, ``compute.*``).
 """
 
+import ipaddress
 from dataclasses import replace
 from typing import Any, Optional, TypedDict
 
@@ -14,6 +28,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ... import catalog
+from ...component_args import DNS_LABEL, KUBERNETES_VERSION, NON_EMPTY, Args, Rule, at_least, between, choice, matching
 from ...config import PlatformConfig
 from ...kube.common import child_opts, metadata
 from ...pools import GpuPool, GpuPoolSpec
@@ -41,14 +56,87 @@ class GpuSubnetSpec(TypedDict):
 class GpuVpcSpec(TypedDict, total=False):
     """One extra VPC for GPU NICs (see ``gcp_networks.plan_networks``)."""
 
-    key: str
+    key: Required[str]
     """Suffix of the VPC name (``vpc1``, ``gvnic-1``, ``rdma``); the network is ``<cluster>-<key>-net``."""
-    mtu: int
+    mtu: Required[int]
     """MTU: 8244 for TCPX/TCPXO VPCs, 8896 for A3 Ultra's."""
     roce_zone: str
     """Zone of the RoCE network profile for an RDMA VPC; empty for a gVNIC VPC."""
-    subnets: list[GpuSubnetSpec]
+    subnets: Required[list[GpuSubnetSpec]]
     """The VPC's subnets."""
+
+
+class AdditionalNodeNetwork(TypedDict):
+    """One extra NIC of a node: the VPC and subnet it attaches to."""
+
+    network: pulumi.Input[str]
+    """VPC name."""
+    subnetwork: pulumi.Input[str]
+    """Subnetwork name."""
+
+
+class GkeGpuPoolArgs(TypedDict, total=False):
+    """One GPU pool of `GkeCluster` ``gpu_pools``: the cloud-neutral pool, then how GKE runs it. The cluster fills
+    in ``cluster``, ``location`` and ``project``, the node service account, and for GPUDirect pools the extra
+    NICs. `gpu_platform.pool_args("gcp", entry)` builds one from a stack file's ``nodePools`` entry."""
+
+    pool: Required[GpuPoolSpec]
+    """The pool (name, machine type, GPUs, sharing, labels, taints, sizes, Spot)."""
+    node_locations: list[str]
+    """Zones of the nodes, in the cluster's region. Default: the zonal cluster's zone, else GKE's choice."""
+    zone_count: int
+    """Zones the pool spans when ``node_locations`` is empty (``initial_node_count`` is per zone). Default: 1 on a
+    zonal location, 3 on a regional one. Refused with ``node_locations``, which say it."""
+    desired_nodes: Optional[int]
+    """Initial size of the whole pool, between the pool's min and max nodes. Default: ``min_nodes``."""
+    accelerator_type: str
+    """GCE accelerator type of an N1 machine type (``nvidia-tesla-t4``...). Default: the catalog's for the pool's
+    GPU model. A2/A3/G2 machine types carry their own GPUs and refuse it."""
+    gpu_driver_version: str
+    """``DEFAULT``, ``LATEST`` or ``INSTALLATION_DISABLED`` (the GPU Operator installs it). Default: ``DEFAULT``."""
+    gke_sharing: bool
+    """GKE's device plugin shares GPUs (``gpu_sharing_config`` for time-slicing/MPS). Default: true unless
+    ``disable_gke_device_plugin``."""
+    gke_partitioning: bool
+    """GKE creates the MIG partitions (``gpu_partition_size``). Default: true."""
+    disable_gke_device_plugin: bool
+    """Label the nodes so GKE's device plugin stays off (NVIDIA's runs instead). Default: false."""
+    image_type: str
+    """``COS_CONTAINERD`` or ``UBUNTU_CONTAINERD``. Default: COS, Ubuntu with ``INSTALLATION_DISABLED`` (the GPU
+    Operator's driver container needs Ubuntu)."""
+    service_account: Optional[pulumi.Input[str]]
+    """Node service account email. Default: the cluster's node account (standalone: Compute Engine's default)."""
+    reservation_affinity: Optional[str]
+    """``NO_RESERVATION``, ``ANY_RESERVATION``, ``SPECIFIC_RESERVATION`` or ``ANY_RESERVATION_THEN_FAIL``.
+    Default: ``SPECIFIC_RESERVATION`` with ``reservations``, else GCE's default. Spot pools take only
+    ``NO_RESERVATION``."""
+    reservations: list[str]
+    """Reservation names (``name`` or ``name/reservationBlocks/block``); only with ``SPECIFIC_RESERVATION``."""
+    compact_placement: bool
+    """COMPACT placement policy; needs exactly one zone. Default: true for RDMA pools and with
+    ``placement_policy_name``."""
+    placement_policy_name: Optional[str]
+    """An existing compact resource policy (so refused with ``compact_placement: false``)."""
+    additional_networks: list[AdditionalNodeNetwork]
+    """Extra NICs, in interface order (eth1 first). GPUDirect pools in `GkeCluster` get theirs from the cluster;
+    a standalone GPUDirect `GkeGpuNodePool` must be given every one."""
+    disk_size_gb: int
+    """Boot disk size (>= 10). Default: 200."""
+    disk_type: Optional[str]
+    """Boot disk type (``pd-balanced``, ``pd-ssd``, ``hyperdisk-balanced``...). Default: GKE's choice for the
+    machine type."""
+
+
+class GkeGpuNodePoolArgs(GkeGpuPoolArgs, total=False):
+    """Arguments of `GkeGpuNodePool`: a `GkeGpuPoolArgs` plus the cluster it joins. GPUDirect pools are best built
+    through `GkeCluster` ``gpu_pools``, which plans their NIC networks."""
+
+    cluster: Required[pulumi.Input[str]]
+    """Cluster ID or name."""
+    location: Required[pulumi.Input[str]]
+    """Cluster location (region or zone)."""
+    project: Optional[pulumi.Input[str]]
+    """Project ID. Default: the provider's project."""
 
 
 class GkeClusterArgs(TypedDict, total=False):
@@ -59,7 +147,8 @@ class GkeClusterArgs(TypedDict, total=False):
     project: Optional[pulumi.Input[str]]
     """Project ID. Default: the provider's project."""
     zone: Optional[str]
-    """Make a zonal cluster in this zone. Default: a regional cluster (control plane replicated across zones)."""
+    """Make a zonal cluster in this zone of ``region``. Default: a regional cluster (control plane replicated
+    across zones)."""
     cluster_name: str
     """GKE cluster name. Default: derived from the component name."""
     kubernetes_version: str
@@ -75,31 +164,38 @@ class GkeClusterArgs(TypedDict, total=False):
     services_range_name: str
     """Secondary range name for Services. Default: ``services``."""
     node_cidr: str
-    """Primary range of a new subnetwork. Default: ``10.0.0.0/20``."""
+    """Primary range of a new subnetwork. Default: ``10.0.0.0/20``. Refused with ``network``."""
     pod_cidr: str
-    """Pod secondary range of a new subnetwork. Default: ``10.4.0.0/14``."""
+    """Pod secondary range of a new subnetwork. Default: ``10.4.0.0/14``. Refused with ``network``."""
     service_cidr: str
-    """Service secondary range of a new subnetwork. Default: ``10.8.0.0/20``."""
+    """Service secondary range of a new subnetwork. Default: ``10.8.0.0/20``. Refused with ``network``."""
     private_nodes: bool
     """Nodes without external IPs. Default: true."""
     system_machine_type: str
     """Machine type of the system (CPU) pool. Default: ``e2-standard-4``."""
     system_min_nodes: int
-    """Minimum system nodes (whole pool). Default: 1."""
+    """Minimum system nodes (whole pool, >= 0). Default: 1."""
     system_max_nodes: int
-    """Maximum system nodes (whole pool). Default: 3."""
+    """Maximum system nodes (whole pool, >= 1 and >= the minimum). Default: 3."""
     system_disk_size_gb: int
-    """Boot disk of the system nodes. Default: 100."""
+    """Boot disk of the system nodes (>= 10). Default: 100."""
     node_service_account: Optional[pulumi.Input[str]]
     """Service account email of the nodes. Default: a new account with GKE's least-privilege node roles."""
     managed_dcgm: bool
-    """Turn on GKE-managed DCGM GPU metrics (needs GKE's driver and device plugin). Default: false."""
+    """Turn on GKE-managed DCGM GPU metrics (needs GKE's driver and device plugin on every pool). Default: false."""
     multi_networking: bool
-    """GKE multi-networking (needed for extra GPU NICs). Default: true when ``gpu_networks`` is not empty."""
+    """GKE multi-networking (needed for extra GPU NICs). Default: true when there are GPU NIC networks."""
+    gpu_pools: list[GkeGpuPoolArgs]
+    """GPU pools, one `GkeGpuNodePool` each (``node_pools``). GPUDirect (RDMA) pools among them get their NIC
+    networks planned by the cluster: extra VPCs and subnets, ``GKENetworkParamSet``/``Network`` objects,
+    multi-networking, each pool's ``additional_networks`` and its pods' interface annotations."""
     gpu_networks: list[GpuVpcSpec]
-    """Extra VPCs for GPUDirect NICs, plus their in-cluster ``GKENetworkParamSet``/``Network`` objects."""
+    """Explicit GPU NIC VPCs (plus their ``GKENetworkParamSet``/``Network`` objects) for pools built outside the
+    cluster (attach them with `GkeCluster.attachments`). Refused together with GPUDirect pools in ``gpu_pools``,
+    whose networks the cluster plans itself."""
     gpu_network_cidr: str
-    """Range the GPU NIC subnets come from (allowed by the gVNIC VPCs' internal firewall rule)."""
+    """Range the GPU NIC subnets come from (a /19 or larger; the gVNIC VPCs' internal firewall allows it).
+    Default: ``192.168.0.0/16``. Only with GPU NIC networks."""
     deletion_protection: bool
     """GKE deletion protection. Default: true."""
     autoscaling_profile: str
@@ -107,60 +203,265 @@ class GkeClusterArgs(TypedDict, total=False):
     GPU nodes need) or ``OPTIMIZE_UTILIZATION``. Node auto-provisioning stays off."""
 
 
-class AdditionalNodeNetwork(TypedDict):
-    """One extra NIC of a node: the VPC and subnet it attaches to."""
+# ---------------------------------------------------------------------------------------------------------
+# Argument rules (the checks a stack file gets, for programs that build the args themselves)
 
-    network: pulumi.Input[str]
-    """VPC name."""
-    subnetwork: pulumi.Input[str]
-    """Subnetwork name."""
+REGION = matching(r"[a-z]+-[a-z]+[0-9]+", "a GCP region such as us-central1")
+ZONE = matching(gcp_options.ZONE.pattern.strip("^$"), "a zone such as us-central1-a")
+RESOURCE_NAME = matching(gcp_options.RESOURCE_NAME.pattern.strip("^$"),
+                         "a GCE resource name (lower-case letters, digits and '-', starting with a letter)")
+CLUSTER_NAME = matching(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
+                        "a GKE cluster name (lower-case letters, digits and '-', starting with a letter, at most 40)")
+DISK_TYPE = matching(r"(pd|hyperdisk)-[a-z]+", "a boot disk type such as pd-balanced or hyperdisk-balanced")
+AUTOSCALING_PROFILES = ("BALANCED", "OPTIMIZE_UTILIZATION")
+POOL_DRIVER_VERSIONS = (*gcp_options.DRIVER_VERSIONS, gcp_options.DRIVER_DISABLED)
+DEVICE_MODES = (gcp_networks.NET_DEVICE, gcp_networks.RDMA_DEVICE)
+GPU_NETWORK_PREFIX_MAX = 19
+"""The GPU NIC subnets are 32 equal slots of ``gpu_network_cidr``: a /19 gives /24s."""
 
 
-class GkeGpuNodePoolArgs(TypedDict, total=False):
-    """Arguments of `GkeGpuNodePool`: the cloud-neutral pool, then where and how GKE runs it."""
+def _cidr_problem(value: str) -> Optional[str]:
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        network = None
+    if network is None or network.version != 4:
+        return f"'{value}' is not an IPv4 CIDR range such as 10.0.0.0/20"
+    return None
 
-    pool: Required[GpuPoolSpec]
-    """The pool (name, machine type, GPUs, sharing, labels, taints, sizes)."""
-    cluster: Required[pulumi.Input[str]]
-    """Cluster ID or name."""
-    location: Required[pulumi.Input[str]]
-    """Cluster location (region or zone)."""
-    project: Optional[pulumi.Input[str]]
-    """Project ID. Default: the provider's project."""
-    node_locations: list[str]
-    """Zones of the nodes. Default: the cluster's node zones."""
-    zone_count: int
-    """Zones the pool spans when ``node_locations`` is empty (1 on a zonal cluster, 3 on a regional one)."""
-    desired_nodes: Optional[int]
-    """Initial size of the whole pool. Default: ``min_nodes``."""
-    accelerator_type: str
-    """GCE accelerator type. Default: the machine type's own (required for N1 machine types)."""
-    gpu_driver_version: str
-    """``DEFAULT``, ``LATEST`` or ``INSTALLATION_DISABLED`` (the GPU Operator installs it). Default: ``DEFAULT``."""
-    gke_sharing: bool
-    """GKE's device plugin shares GPUs (``gpu_sharing_config`` for time-slicing/MPS). Default: true."""
-    gke_partitioning: bool
-    """GKE creates the MIG partitions (``gpu_partition_size``). Default: true."""
-    disable_gke_device_plugin: bool
-    """Label the nodes so GKE's device plugin stays off (NVIDIA's runs instead). Default: false."""
-    image_type: str
-    """``COS_CONTAINERD`` (default) or ``UBUNTU_CONTAINERD``."""
-    service_account: Optional[pulumi.Input[str]]
-    """Node service account email. Default: the Compute Engine default account."""
-    reservation_affinity: Optional[str]
-    """``NO_RESERVATION``, ``ANY_RESERVATION``, ``SPECIFIC_RESERVATION`` or ``ANY_RESERVATION_THEN_FAIL``."""
-    reservations: list[str]
-    """Reservation names for ``SPECIFIC_RESERVATION``."""
-    compact_placement: bool
-    """COMPACT placement policy. Default: true for RDMA pools."""
-    placement_policy_name: Optional[str]
-    """An existing compact resource policy."""
-    additional_networks: list[AdditionalNodeNetwork]
-    """Extra NICs (GPUDirect), in interface order (eth1 first)."""
-    disk_size_gb: int
-    """Boot disk size. Default: 200."""
-    disk_type: Optional[str]
-    """Boot disk type. Default: GKE's choice for the machine type."""
+
+def _email_problem(value: str) -> Optional[str]:
+    return None if gcp_options.EMAIL.match(value) else f"'{value}' is not a service account email"
+
+
+def _project_problem(value: str) -> Optional[str]:
+    return None if gcp_options.PROJECT_ID.match(value) else (
+        f"'{value}' is not a project ID (6-30 lower-case letters, digits, '-')")
+
+
+CIDR = Rule(check=_cidr_problem)
+EMAIL = Rule(check=_email_problem)
+
+POOL_RULES: dict[str, Rule] = {
+    "node_locations[]": ZONE,
+    "zone_count": at_least(1),
+    "desired_nodes": at_least(0),
+    "gpu_driver_version": choice(*POOL_DRIVER_VERSIONS),
+    "image_type": choice(*gcp_options.IMAGE_TYPES),
+    "service_account": EMAIL,
+    "reservation_affinity": choice(*gcp_options.RESERVATION_AFFINITIES),
+    "reservations[]": NON_EMPTY,
+    "placement_policy_name": RESOURCE_NAME,
+    "disk_size_gb": at_least(10),
+    "disk_type": DISK_TYPE,
+}
+NODE_POOL_RULES: dict[str, Rule] = {**POOL_RULES, "project": Rule(check=_project_problem)}
+CLUSTER_RULES: dict[str, Rule] = {
+    "region": REGION,
+    "project": Rule(check=_project_problem),
+    "zone": ZONE,
+    "cluster_name": CLUSTER_NAME,
+    "kubernetes_version": KUBERNETES_VERSION,
+    "release_channel": choice(*gcp_options.RELEASE_CHANNELS),
+    "pods_range_name": RESOURCE_NAME,
+    "services_range_name": RESOURCE_NAME,
+    "node_cidr": CIDR,
+    "pod_cidr": CIDR,
+    "service_cidr": CIDR,
+    "gpu_network_cidr": CIDR,
+    "system_min_nodes": at_least(0),
+    "system_max_nodes": at_least(1),
+    "system_disk_size_gb": at_least(10),
+    "node_service_account": EMAIL,
+    "autoscaling_profile": choice(*AUTOSCALING_PROFILES),
+    "gpu_networks[].key": DNS_LABEL,
+    "gpu_networks[].mtu": between(1300, 8896),
+    "gpu_networks[].roce_zone": ZONE,
+    "gpu_networks[].subnets[].name": DNS_LABEL,
+    "gpu_networks[].subnets[].cidr": CIDR,
+    "gpu_networks[].subnets[].device_mode": choice(*DEVICE_MODES),
+    **{f"gpu_pools[].{key}": rule for key, rule in POOL_RULES.items()},
+}
+
+
+def _region_of(location: Any) -> Optional[str]:
+    """The region of a plain location string (a region or a zone); None for an Output."""
+    if not isinstance(location, str):
+        return None
+    return location.rsplit("-", 1)[0] if gcp_options.ZONE.match(location) else location
+
+
+def pool_zones(args: dict, location: Any) -> list[str]:
+    """The zones a pool's nodes go to, as far as known: ``node_locations``, else a zonal location's zone."""
+    zones = list(args.get("node_locations") or [])
+    if not zones and isinstance(location, str) and gcp_options.ZONE.match(location):
+        zones = [location]
+    return zones
+
+
+def uses_compact_placement(args: dict, pool: GpuPool) -> bool:
+    """COMPACT placement: asked for, implied by a named policy, else on for RDMA pools."""
+    if args.get("placement_policy_name"):
+        return True
+    compact = args.get("compact_placement")
+    return bool(pool.rdma_fabric) if compact is None else compact
+
+
+def gpu_nic_count(pool: GpuPool) -> int:
+    """Extra NICs a GPUDirect pool's nodes need (0 for other pools): the GPU NICs, plus A3 Ultra's gVNIC."""
+    profile = gcp_networks.PROFILES.get(pool.rdma_fabric or "")
+    if profile is None:
+        return 0
+    return pool.rdma_interfaces + (profile.extra_gvnic_networks if profile.gpu_nics_are_rdma else 0)
+
+
+def default_accelerator(pool: GpuPool) -> str:
+    """The GCE accelerator type of a pool: the machine type's own, or (N1) the catalog's for its GPU model."""
+    shape = catalog.SHAPES[("gcp", pool.instance_type)]
+    if shape.accelerator_type:
+        return shape.accelerator_type
+    return next(a for a in shape.attachable_accelerators if catalog.GCP_ATTACHABLE[a][0] == pool.gpu_model)
+
+
+def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standalone: bool) -> None:
+    """Rules across the keys of one checked pool entry (``path``: ``""`` or ``gpu_pools[2]``) that joins a cluster
+    at ``location`` (a region or zone; an Output skips the zone rules)."""
+    def at(key: str) -> str:
+        return f"{path}.{key}" if path else key
+
+    pool = GpuPool.from_spec(args["pool"])
+    if pool.name == gcp_options.SYSTEM_POOL_NAME:
+        checker.fail(at("pool.name"), f"'{pool.name}' is GkeCluster's own CPU pool; choose another name")
+    if len(pool.name) > gcp_options.NODE_POOL_NAME_MAX:
+        checker.fail(at("pool.name"), f"GKE node pool names have at most {gcp_options.NODE_POOL_NAME_MAX} "
+                                      f"characters, '{pool.name}' has {len(pool.name)}")
+    shape = catalog.SHAPES[("gcp", pool.instance_type)]
+    accelerator = args.get("accelerator_type")
+    if accelerator is not None and shape.accelerator_type and accelerator != shape.accelerator_type:
+        checker.fail(at("accelerator_type"), f"'{pool.instance_type}' carries its own GPUs "
+                                             f"({shape.accelerator_type}); leave accelerator_type out")
+    if accelerator is not None and not shape.accelerator_type and accelerator != default_accelerator(pool):
+        checker.fail(at("accelerator_type"), f"pool '{pool.name}' has {pool.gpu_model} GPUs, which attach as "
+                                             f"'{default_accelerator(pool)}', not '{accelerator}'")
+    region = _region_of(location)
+    for i, zone in enumerate(args.get("node_locations") or []):
+        if region is not None and not zone.startswith(region + "-"):
+            checker.fail(at(f"node_locations[{i}]"), f"zone '{zone}' is not in region '{region}'")
+    if args.get("node_locations") and args.get("zone_count") is not None:
+        checker.fail(at("zone_count"), "applies only without node_locations, which give the zones")
+    desired = args.get("desired_nodes")
+    if desired is not None and not pool.min_nodes <= desired <= pool.max_nodes:
+        checker.fail(at("desired_nodes"), f"must be between the pool's min_nodes ({pool.min_nodes}) and max_nodes "
+                                          f"({pool.max_nodes}), got {desired}")
+    _check_reservations(checker, args, at, pool)
+    if args.get("placement_policy_name") and args.get("compact_placement") is False:
+        checker.fail(at("compact_placement"), "placement_policy_name is a compact placement policy; remove one")
+    zones = pool_zones(args, location)
+    if uses_compact_placement(args, pool) and len(zones) != 1 and (zones or region is not None):
+        checker.fail(at("node_locations"), f"compact placement needs exactly one zone, got "
+                                           f"{len(zones) or 'GKE default'}; set node_locations: ['{region}-a'] (a "
+                                           "zone offering the GPU) or compact_placement: false")
+    disabled = args.get("disable_gke_device_plugin", False)
+    if disabled and args.get("gke_sharing") is True and pool.sharing.mode in gcp_pools.SHARING_STRATEGIES:
+        checker.fail(at("gke_sharing"), "GKE's device plugin is off (disable_gke_device_plugin), so GKE cannot "
+                                        "share the GPUs; NVIDIA's device plugin shares them instead")
+    if pool.rdma_fabric and args.get("gpu_driver_version") == gcp_options.DRIVER_DISABLED:
+        checker.fail(at("gpu_driver_version"), "GPUDirect on GKE needs GKE's driver (its NCCL plugin installers "
+                                               "use /home/kubernetes/bin/nvidia); use DEFAULT or LATEST")
+    nics, networks = gpu_nic_count(pool), args.get("additional_networks") or []
+    if standalone and nics and not networks:
+        checker.fail(at("additional_networks"), f"GPUDirect pool '{pool.name}' ({pool.instance_type}) needs {nics} "
+                                                "GPU NIC networks; build it with GkeCluster(gpu_pools=[...]), which "
+                                                "plans them")
+    if nics and networks and len(networks) != nics:
+        checker.fail(at("additional_networks"), f"{pool.instance_type} nodes have {nics} GPU NICs, got "
+                                                f"{len(networks)} networks")
+    if not standalone and nics and networks:
+        checker.fail(at("additional_networks"), f"the cluster plans GPUDirect pool '{pool.name}''s NIC networks; "
+                                                "remove additional_networks")
+
+
+def _check_reservations(checker: Args, args: dict, at: Any, pool: GpuPool) -> None:
+    affinity, reservations = args.get("reservation_affinity"), args.get("reservations") or []
+    if reservations and affinity not in (None, "SPECIFIC_RESERVATION"):
+        checker.fail(at("reservation_affinity"), f"named reservations need SPECIFIC_RESERVATION, not {affinity}")
+    if affinity == "SPECIFIC_RESERVATION" and not reservations:
+        checker.fail(at("reservations"), "SPECIFIC_RESERVATION needs at least one reservation name")
+    if pool.spot and affinity not in (None, "NO_RESERVATION"):
+        checker.fail(at("reservation_affinity"), "Spot VMs cannot consume reservations; use NO_RESERVATION or a "
+                                                 "pool without spot")
+    if pool.spot and reservations:
+        checker.fail(at("reservations"), "Spot VMs cannot consume reservations")
+
+
+def check_node_pool_args(name: str, raw: Any) -> dict[str, Any]:
+    """`GkeGpuNodePool`'s args, checked and normalised (`ConfigError` naming the argument otherwise)."""
+    checker = Args("GkeGpuNodePool", name, cloud="gcp")
+    args = checker.check(raw, GkeGpuNodePoolArgs, NODE_POOL_RULES)
+    check_pool_entry(checker, args, "", args["location"], standalone=True)
+    return args
+
+
+def check_cluster_args(name: str, raw: Any) -> dict[str, Any]:
+    """`GkeCluster`'s args, checked and normalised, every ``gpu_pools`` entry included."""
+    checker = Args("GkeCluster", name, cloud="gcp")
+    args = checker.check(raw, GkeClusterArgs, CLUSTER_RULES)
+    region = args["region"]
+    zone = args.get("zone")
+    if zone and not zone.startswith(region + "-"):
+        checker.fail("zone", f"zone '{zone}' is not in region '{region}'")
+    if bool(args.get("network")) != bool(args.get("subnetwork")):
+        missing = "subnetwork" if args.get("network") else "network"
+        checker.fail(missing, "an existing VPC needs both network and subnetwork")
+    for key in ("node_cidr", "pod_cidr", "service_cidr"):
+        if args.get("network") and key in args:
+            checker.fail(key, "applies only to a new VPC; the given subnetwork has its own ranges")
+    minimum, maximum = args.get("system_min_nodes", 1), args.get("system_max_nodes", 3)
+    if minimum > maximum:
+        checker.fail("system_min_nodes", f"must be <= system_max_nodes ({maximum}), got {minimum}")
+    pools = args.get("gpu_pools") or []
+    checker.unique([p["pool"]["name"] for p in pools], "gpu_pools", "pool name")
+    for i, entry in enumerate(pools):
+        check_pool_entry(checker, entry, f"gpu_pools[{i}]", zone or region, standalone=False)
+    planned = [(i, e) for i, e in enumerate(pools) if gpu_nic_count(GpuPool.from_spec(e["pool"]))]
+    if planned and args.get("gpu_networks"):
+        checker.fail("gpu_networks", f"the cluster plans the NIC networks of GPUDirect pool "
+                                     f"'{planned[0][1]['pool']['name']}' (gpu_pools[{planned[0][0]}]); give "
+                                     "gpu_networks only for pools built outside the cluster")
+    has_networks = bool(planned or args.get("gpu_networks"))
+    if has_networks and args.get("multi_networking") is False:
+        checker.fail("multi_networking", "GPU NIC networks need GKE multi-networking; remove multi_networking: false")
+    if "gpu_network_cidr" in args:
+        if not has_networks:
+            checker.fail("gpu_network_cidr", "no GPUDirect pool or gpu_networks takes GPU NIC subnets from it")
+        if ipaddress.ip_network(args["gpu_network_cidr"]).prefixlen > GPU_NETWORK_PREFIX_MAX:
+            checker.fail("gpu_network_cidr", f"'{args['gpu_network_cidr']}' is too small: GPU NIC subnets need a "
+                                             f"/{GPU_NETWORK_PREFIX_MAX} or larger")
+    _check_rdma_zone(checker, pools, zone or region)
+    if args.get("managed_dcgm"):
+        for i, entry in enumerate(pools):
+            if entry.get("disable_gke_device_plugin") or entry.get("gpu_driver_version") == gcp_options.DRIVER_DISABLED:
+                checker.fail("managed_dcgm", f"GKE's managed DCGM metrics need GKE's driver and device plugin; "
+                                             f"gpu_pools[{i}] turns them off")
+    return args
+
+
+def _check_rdma_zone(checker: Args, pools: list[dict], location: str) -> None:
+    """A3 Ultra pools share one zonal RoCE VPC: one zone each, the same for all."""
+    first: Optional[tuple[str, int]] = None
+    for i, entry in enumerate(pools):
+        pool = GpuPool.from_spec(entry["pool"])
+        if pool.rdma_fabric != catalog.GPUDIRECT_RDMA:
+            continue
+        zones = pool_zones(entry, location)
+        if len(zones) != 1:
+            checker.fail(f"gpu_pools[{i}].node_locations", "GPUDirect-RDMA uses a zonal RoCE network; set exactly "
+                                                           "one zone")
+        if first is None:
+            first = (zones[0], i)
+        elif zones[0] != first[0]:
+            checker.fail(f"gpu_pools[{i}].node_locations", "every GPUDirect-RDMA pool shares one RoCE network; use "
+                                                           f"the zone of gpu_pools[{first[1]}] ({first[0]})")
 
 
 def _get(args: dict, key: str, default: Any = None) -> Any:
@@ -182,6 +483,7 @@ class GkeCluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = check_cluster_args(name, args)  # type: ignore[assignment]  # before anything is registered
         super().__init__("gpuplatform:index:GkeCluster", name, {}, opts)
         self._opts = opts
         region = args["region"]
@@ -191,16 +493,20 @@ class GkeCluster(pulumi.ComponentResource):
             gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project)
         cluster_name = _get(args, "cluster_name", gcp_pools.resource_name(name))
         prefix = gcp_pools.resource_name(cluster_name, 30)
-        gpu_networks = list(_get(args, "gpu_networks", []))
+        pool_entries = [self._located(entry, zone) for entry in args.get("gpu_pools") or []]
+        gpu_cidr = _get(args, "gpu_network_cidr", gcp_options.GcpClusterOptions.gpu_network_cidr)
+        self.network_plan = gcp_networks.plan_networks(_rdma_pools(pool_entries, self.location), gpu_cidr)
+        gpu_networks = list(_get(args, "gpu_networks", [])) or [_vpc_spec(v) for v in self.network_plan.vpcs]
         pods_range = _get(args, "pods_range_name", "pods")
         services_range = _get(args, "services_range_name", "services")
 
         network_ref, subnetwork_ref = self._node_network(name, prefix, region, args, pods_range, services_range)
         self._node_identity(name, prefix, cluster_name, args)
-        self._gpu_vpcs(name, prefix, region, gpu_networks, _get(args, "gpu_network_cidr", "192.168.0.0/16"))
+        self._gpu_vpcs(name, prefix, region, gpu_networks, gpu_cidr)
 
         managed_dcgm = _get(args, "managed_dcgm", False)
-        multi_networking = _get(args, "multi_networking", bool(gpu_networks))
+        self.multi_networking: bool = _get(args, "multi_networking", bool(gpu_networks))
+        multi_networking = self.multi_networking
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             name=cluster_name,
@@ -262,12 +568,47 @@ class GkeCluster(pulumi.ComponentResource):
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
                                      opts=self._child())
         self._network_objects(name, gpu_networks)
+        self._gpu_node_pools(name, pool_entries)
         self.register_outputs({
             "cluster_name": self.cluster_name,
             "endpoint": self.endpoint,
             "kubeconfig": self.kubeconfig,
             "location": self.location,
+            "gpu_pools": [p.name for p in self.gpu_pools],
+            "node_pool_names": {n: c.node_pool_name for n, c in self.node_pools.items()},
         })
+
+    @staticmethod
+    def _located(entry: dict, zone: Optional[str]) -> dict:
+        """A pool entry with the zones the cluster decides: a zonal cluster's zone, else the three GKE spreads a
+        regional cluster's pools over (``initial_node_count`` is per zone)."""
+        if entry.get("node_locations"):
+            return entry
+        if zone:
+            return {**entry, "node_locations": [zone]}
+        return {**entry, "zone_count": _get(entry, "zone_count", gcp_options.REGIONAL_DEFAULT_ZONES)}
+
+    def _gpu_node_pools(self, name: str, entries: list[dict]) -> None:
+        """One `GkeGpuNodePool` per entry; GPUDirect pools get the planned NICs and their pods' annotations."""
+        # Python-only attributes (components and GpuPools have no schema form), as on EksCluster.
+        self.node_pools: dict[str, GkeGpuNodePool] = {}
+        for entry in entries:
+            pool = GpuPool.from_spec(entry["pool"])
+            attach = self.network_plan.attachments.get(pool.name, ())
+            extra: dict[str, Any] = {}
+            if attach:
+                pool = replace(pool, rdma_pod_annotations=tuple(sorted(gcp_networks.pod_annotations(attach).items())))
+                extra["additional_networks"] = self.attachments(attach)
+            self.node_pools[pool.name] = GkeGpuNodePool(f"{name}-{pool.name}", GkeGpuNodePoolArgs(**{
+                "service_account": self.node_service_account,
+                **entry,
+                **extra,
+                "pool": pool.spec(),
+                "cluster": self.cluster.id,
+                "location": self.location,
+                "project": self.project,
+            }), opts=self._child(aliases=[_former_parent(self._opts)]))
+        self.gpu_pools: list[GpuPool] = [component.pool for component in self.node_pools.values()]
 
     def _child(self, *depends_on: Any, **extra: Any) -> pulumi.ResourceOptions:
         return child_opts(self, self._opts, list(depends_on), **extra)
@@ -391,24 +732,29 @@ class GkeGpuNodePool(pulumi.ComponentResource):
     node_pool_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: GkeGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = check_node_pool_args(name, args)  # type: ignore[assignment]  # before anything is registered
         super().__init__("gpuplatform:index:GkeGpuNodePool", name, {}, opts)
         self.pool = GpuPool.from_spec(args["pool"])
         pool = self.pool
         zones = list(_get(args, "node_locations", []))
-        accelerator = gcp_pools.accelerator_type(pool, _get(args, "accelerator_type", ""))
+        driver = _get(args, "gpu_driver_version", gcp_options.DEFAULT_DRIVER_VERSION)
+        disabled_plugin = _get(args, "disable_gke_device_plugin", False)
+        # The GPU Operator's driver container runs on Ubuntu only; GKE's driver on either.
+        default_image = "UBUNTU_CONTAINERD" if driver == gcp_options.DRIVER_DISABLED else "COS_CONTAINERD"
+        reservations = tuple(_get(args, "reservations", []))
+        affinity = args.get("reservation_affinity") or ("SPECIFIC_RESERVATION" if reservations else None)
         node_config: dict[str, Any] = {
             "machine_type": pool.instance_type,
-            "image_type": _get(args, "image_type", "COS_CONTAINERD"),
+            "image_type": _get(args, "image_type", default_image),
             "disk_size_gb": _get(args, "disk_size_gb", 200),
             "disk_type": args.get("disk_type"),
             "guest_accelerators": [gcp_pools.guest_accelerator(
-                pool, accelerator, _get(args, "gpu_driver_version", gcp_options.DEFAULT_DRIVER_VERSION),
-                _get(args, "gke_sharing", True), _get(args, "gke_partitioning", True))],
+                pool, _get(args, "accelerator_type", default_accelerator(pool)), driver,
+                _get(args, "gke_sharing", not disabled_plugin), _get(args, "gke_partitioning", True))],
             "taints": gcp_pools.taints(pool),
-            "labels": gcp_pools.node_labels(pool, _get(args, "disable_gke_device_plugin", False)),
+            "labels": gcp_pools.node_labels(pool, disabled_plugin),
             "spot": pool.spot or None,
-            "reservation_affinity": gcp_pools.reservation_affinity(
-                args.get("reservation_affinity"), tuple(_get(args, "reservations", []))),
+            "reservation_affinity": gcp_pools.reservation_affinity(affinity, reservations),
             "service_account": args.get("service_account"),
             "oauth_scopes": gcp_pools.OAUTH_SCOPES,
             # gVNIC: required for the extra GPU NICs, and the faster virtual NIC on every GPU machine.
@@ -424,11 +770,11 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             location=args["location"],
             node_locations=zones or None,
             initial_node_count=gcp_pools.initial_node_count(
-                pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", 1)),
+                pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", _default_zone_count(args))),
             autoscaling=gcp_pools.autoscaling(pool),
             management={"auto_repair": True, "auto_upgrade": True},
-            placement_policy=gcp_pools.placement_policy(
-                _get(args, "compact_placement", bool(pool.rdma_fabric)), args.get("placement_policy_name")),
+            placement_policy=gcp_pools.placement_policy(uses_compact_placement(args, pool),
+                                                        args.get("placement_policy_name")),
             network_config={"additional_node_network_configs": [
                 {"network": n["network"], "subnetwork": n["subnetwork"]} for n in networks]} if networks else None,
             node_config={k: v for k, v in node_config.items() if v is not None},
@@ -441,23 +787,34 @@ class GkeGpuNodePool(pulumi.ComponentResource):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# From configuration
+# Helpers and the stack path
 
 
-def _rdma_pools(config: PlatformConfig, options: gcp_options.GcpClusterOptions) -> list[tuple[str, str, int, Any]]:
+def _default_zone_count(args: dict) -> int:
+    """Zones of a pool without ``node_locations``: one on a zonal location, GKE's three on a regional one (an
+    Output location is taken as zonal, the cautious choice for ``initial_node_count``)."""
+    location = args.get("location")
+    if isinstance(location, str) and not gcp_options.ZONE.match(location):
+        return gcp_options.REGIONAL_DEFAULT_ZONES
+    return 1
+
+
+def _former_parent(opts: Optional[pulumi.ResourceOptions]) -> pulumi.Alias:
+    """GKE pools made by `cluster_from_config` were siblings of the cluster (children of its parent) before the
+    cluster owned them; the alias keeps deployed pools from being replaced."""
+    parent = opts.parent if opts is not None and opts.parent is not None else pulumi.ROOT_STACK_RESOURCE
+    return pulumi.Alias(parent=parent)
+
+
+def _rdma_pools(entries: list[dict], location: str) -> list[tuple[str, str, int, Optional[str]]]:
+    """(name, fabric, GPU NICs, zone) of the GPUDirect pools among checked ``gpu_pools`` entries."""
     out = []
-    for pool in config.node_pools:
-        shape = catalog.SHAPES.get(("gcp", pool.instance_type))
-        if pool.rdma and shape is not None and shape.rdma_fabric in gcp_networks.PROFILES:
-            zones = gcp_options.pool_zones(pool, options)
-            out.append((pool.name, shape.rdma_fabric, shape.rdma_interfaces, zones[0] if zones else None))
+    for entry in entries:
+        pool = GpuPool.from_spec(entry["pool"])
+        if pool.rdma_fabric in gcp_networks.PROFILES:
+            zones = pool_zones(entry, location)
+            out.append((pool.name, pool.rdma_fabric, pool.rdma_interfaces, zones[0] if zones else None))
     return out
-
-
-def network_plan(config: PlatformConfig) -> gcp_networks.GpuNetworkPlan:
-    """The extra GPU NIC networks a configuration needs (empty without GPUDirect pools)."""
-    options = config.cluster_options or gcp_options.GcpClusterOptions()
-    return gcp_networks.plan_networks(_rdma_pools(config, options), options.gpu_network_cidr)
 
 
 def _vpc_spec(vpc: gcp_networks.GpuVpc) -> GpuVpcSpec:
@@ -465,12 +822,38 @@ def _vpc_spec(vpc: gcp_networks.GpuVpc) -> GpuVpcSpec:
                       subnets=[GpuSubnetSpec(name=s.name, cidr=s.cidr, device_mode=s.device_mode) for s in vpc.subnets])
 
 
+def stack_pool_args(pool_config: Any, pool: GpuPool, software: str) -> GkeGpuPoolArgs:
+    """The ``gpu_pools`` entry of a stack's pool: `gcp_options.pool_args` (what `pool_args("gcp", entry)` gives a
+    program) plus what only the stack knows, the GPU software mode (driver, image, which device plugin)."""
+    pool_options: gcp_options.GcpPoolOptions = pool_config.cloud_options or gcp_options.GcpPoolOptions()
+    entry = gcp_options.pool_args(pool_config, pool)
+    entry.update(
+        gpu_driver_version=gcp_options.driver_version(pool_options, software),
+        image_type=gcp_options.image_type(pool_options, software),
+        gke_sharing=gcp_options.managed_sharing(software),
+        gke_partitioning=gcp_options.managed_partitioning(software),
+        disable_gke_device_plugin=gcp_options.disables_gke_device_plugin(software),
+    )
+    return GkeGpuPoolArgs(**entry)  # type: ignore[typeddict-item]
+
+
+def network_plan(config: PlatformConfig) -> gcp_networks.GpuNetworkPlan:
+    """The extra GPU NIC networks a configuration needs (empty without GPUDirect pools); what `GkeCluster` plans
+    from the same pools."""
+    options = config.cluster_options or gcp_options.GcpClusterOptions()
+    entries = [{**gcp_options.pool_args(c, p), **({"node_locations": [options.zone]} if options.zone else {})}
+               for c, p in zip(config.node_pools, config.gpu_pools(), strict=True)]
+    return gcp_networks.plan_networks(_rdma_pools(entries, options.zone or config.region), options.gpu_network_cidr)
+
+
 def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
-    """A GKE cluster, its GPU pools and GPUDirect networks from the stack configuration."""
+    """A GKE cluster, its GPU pools and GPUDirect networks from the stack configuration: the same `GkeCluster`
+    call a program makes, with ``gpu_pools`` built by `stack_pool_args`."""
     options: gcp_options.GcpClusterOptions = config.cluster_options or gcp_options.GcpClusterOptions()
-    plan = network_plan(config)
     system = options.system_pool
-    cluster = GkeCluster(name, GkeClusterArgs(
+    gpu_pools = [stack_pool_args(c, p, config.gpu_software)
+                 for c, p in zip(config.node_pools, config.gpu_pools(), strict=True)]
+    args = GkeClusterArgs(
         region=config.region,
         project=options.project,
         zone=options.zone,
@@ -481,9 +864,6 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         subnetwork=options.subnetwork,
         pods_range_name=options.pods_range_name,
         services_range_name=options.services_range_name,
-        node_cidr=options.node_cidr,
-        pod_cidr=options.pod_cidr,
-        service_cidr=options.service_cidr,
         private_nodes=options.private_nodes,
         system_machine_type=system.machine_type,
         system_min_nodes=system.min_nodes,
@@ -491,44 +871,14 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         system_disk_size_gb=system.disk_size_gb,
         node_service_account=options.node_service_account,
         managed_dcgm=options.managed_dcgm,
-        multi_networking=plan.multi_networking,
-        gpu_networks=[_vpc_spec(v) for v in plan.vpcs],
-        gpu_network_cidr=options.gpu_network_cidr,
+        gpu_pools=gpu_pools,
         deletion_protection=options.deletion_protection,
-    ), opts)
-
-    software = config.gpu_software
-    pools: list[GpuPool] = []
-    components: list[GkeGpuNodePool] = []
-    for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
-        attach = plan.attachments.get(pool.name, ())
-        if attach:
-            pool = replace(pool, rdma_pod_annotations=tuple(sorted(gcp_networks.pod_annotations(attach).items())))
-        pools.append(pool)
-        pool_options: gcp_options.GcpPoolOptions = pool_config.cloud_options or gcp_options.GcpPoolOptions()
-        components.append(GkeGpuNodePool(f"{name}-{pool.name}", GkeGpuNodePoolArgs(
-            pool=pool.spec(),
-            cluster=cluster.cluster.id,
-            location=cluster.location,
-            project=cluster.project,
-            node_locations=list(gcp_options.pool_zones(pool_config, options)),
-            zone_count=gcp_options.zone_count(pool_config, options),
-            desired_nodes=pool_config.desired_nodes,
-            accelerator_type=pool_config.accelerator,
-            gpu_driver_version=gcp_options.driver_version(pool_options, software),
-            gke_sharing=gcp_options.managed_sharing(software),
-            gke_partitioning=gcp_options.managed_partitioning(software),
-            disable_gke_device_plugin=gcp_options.disables_gke_device_plugin(software),
-            image_type=gcp_options.image_type(pool_options, software),
-            service_account=pool_options.service_account or cluster.node_service_account,
-            reservation_affinity=pool_options.reservation_affinity,
-            reservations=list(pool_options.reservations),
-            compact_placement=gcp_options.compact_placement(pool_config),
-            placement_policy_name=pool_options.placement_policy_name,
-            additional_networks=cluster.attachments(attach),
-            disk_size_gb=pool_options.disk_size_gb,
-            disk_type=pool_options.disk_type,
-        ), opts=opts))
+    )
+    if options.network is None:  # a given subnetwork has its own ranges
+        args.update(node_cidr=options.node_cidr, pod_cidr=options.pod_cidr, service_cidr=options.service_cidr)
+    if any(p.rdma_fabric in gcp_networks.PROFILES for p in config.gpu_pools()):
+        args["gpu_network_cidr"] = options.gpu_network_cidr
+    cluster = GkeCluster(name, args, opts)
 
     outputs: dict[str, Any] = {
         "project": cluster.project,
@@ -537,19 +887,19 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         "network": cluster.network.name if cluster.network else options.network,
         "subnetwork": cluster.subnetwork.name if cluster.subnetwork else options.subnetwork,
         "node_service_account": cluster.node_service_account,
-        "multi_networking": plan.multi_networking,
-        "gpu_networks": [s.name for v in plan.vpcs for s in v.subnets],
+        "multi_networking": cluster.multi_networking,
+        "gpu_networks": list(cluster.gpu_subnetworks),
         "managed_dcgm": options.managed_dcgm,
     }
-    if gcp_options.software_installs_driver(software):
+    if gcp_options.software_installs_driver(config.gpu_software):
         outputs["driver_install_dir"] = gcp_pools.GKE_DRIVER_INSTALL_DIR
     return ClusterHandle(
         cloud="gcp",
         cluster_name=cluster.cluster_name,
         kubeconfig=cluster.kubeconfig,
         provider=cluster.provider,
-        pools=pools,
-        node_pool_ids={c.pool.name: c.node_pool_id for c in components},
+        pools=cluster.gpu_pools,
+        node_pool_ids={n: c.node_pool_id for n, c in cluster.node_pools.items()},
         outputs=outputs,
-        ready=[cluster.system_pool, *(c.node_pool for c in components), *cluster.network_objects],
+        ready=[cluster.system_pool, *(c.node_pool for c in cluster.node_pools.values()), *cluster.network_objects],
     )

@@ -358,3 +358,35 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoo
         disk_type=read_str(raw, "diskType", path, None),
         service_account=_read_email(raw, "serviceAccount", path),
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A nodePools entry as GKE component args
+
+
+def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
+    """The ``GkeCluster`` ``gpu_pools`` entry (``GkeGpuPoolArgs``) of a parsed ``nodePools`` entry: the pool plus
+    every GKE key the entry gave, under the component's snake_case name. Pure: the stack path
+    (`cluster_from_config`) and `gpu_platform.pool_args("gcp", entry)` both build their entries here, so a key
+    cannot reach one path and not the other. What only the stack knows (the GPU software mode) is added there."""
+    options: GcpPoolOptions = pool_config.cloud_options or GcpPoolOptions()
+    out: dict[str, Any] = {"pool": pool.spec(), "disk_size_gb": options.disk_size_gb}
+    if pool_config.zones:
+        out["node_locations"] = list(pool_config.zones)
+    if pool_config.desired_nodes is not None:
+        out["desired_nodes"] = pool_config.desired_nodes
+    shape = catalog.SHAPES.get(("gcp", pool_config.instance_type))
+    if shape is not None and shape.attachable_accelerators:
+        out["accelerator_type"] = pool_config.accelerator  # N1: the GPU is chosen by the entry
+    optional = {
+        "gpu_driver_version": options.gpu_driver_version,
+        "image_type": options.image_type,
+        "reservation_affinity": options.reservation_affinity,
+        "reservations": list(options.reservations) or None,
+        "compact_placement": options.compact_placement,
+        "placement_policy_name": options.placement_policy_name,
+        "disk_type": options.disk_type,
+        "service_account": options.service_account,
+    }
+    out.update({key: value for key, value in optional.items() if value is not None})
+    return out

@@ -14,10 +14,12 @@ import pulumi
 import pulumi_oci as oci
 from typing_extensions import Required
 
+from ...component_args import Args
 from ...config import PlatformConfig
 from ...kube.common import child_opts
 from ..autoscaler_profile import GpuScalingProfile, OkeNodePoolRange, oke_addon_configurations
 from ..handle import ClusterHandle
+from . import contract
 
 ADDON_NAME = "ClusterAutoscaler"
 NAMESPACE = "kube-system"
@@ -68,8 +70,8 @@ class OkeClusterAutoscalerArgs(TypedDict, total=False):
     """OCID of the (enhanced) OKE cluster."""
     compartment_id: Required[pulumi.Input[str]]
     """Compartment of the node pools; the IAM policy lives there."""
-    node_pools: list[OkeAutoscaledPool]
-    """The node pools to scale, with their bounds."""
+    node_pools: Required[list[OkeAutoscaledPool]]
+    """The node pools to scale, with their bounds (at least one)."""
     scale_down_unneeded_minutes: int
     """How long a GPU node stays unneeded before it is removed. Default 30."""
     max_node_provision_minutes: int
@@ -83,12 +85,13 @@ class OkeClusterAutoscaler(pulumi.ComponentResource):
     addon: oci.containerengine.Addon
 
     def __init__(self, name: str, args: OkeClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        checker = Args("OkeClusterAutoscaler", name, cloud="oci")
+        args = checker.check(args, OkeClusterAutoscalerArgs, contract.AUTOSCALER_RULES)  # type: ignore[assignment]
+        contract.check_autoscaler(checker, args)
         super().__init__("gpuplatform:index:OkeClusterAutoscaler", name, {}, opts)
-        profile = GpuScalingProfile(int(args.get("scale_down_unneeded_minutes", 30)),
-                                    int(args.get("max_node_provision_minutes", 25)))
-        pools = list(args.get("node_pools", []))
-        if not pools:
-            raise ValueError(f"{name}: no node pool to autoscale")
+        profile = GpuScalingProfile(args.get("scale_down_unneeded_minutes", 30),
+                                    args.get("max_node_provision_minutes", 25))
+        pools = list(args["node_pools"])
         self.policy = oci.identity.Policy(
             f"{name}-policy", compartment_id=args["compartment_id"],
             description="OKE Cluster Autoscaler add-on: resize the GPU node pools (workload identity)",

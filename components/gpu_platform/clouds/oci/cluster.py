@@ -15,15 +15,17 @@ import pulumi_oci as oci
 from typing_extensions import Required
 
 from ... import catalog, labels
+from ...component_args import Args
 from ...config import PlatformConfig
 from ...kube.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ..handle import ClusterHandle
 from . import cloud_init as oci_cloud_init
+from . import contract
 from . import images as oci_images
 from . import network as oci_network
 from . import rdma as oci_rdma
-from .options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, OciPoolOptions
+from .options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, pool_args
 from .vcn import OkeVcn
 
 ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
@@ -115,6 +117,9 @@ class OkeCluster(pulumi.ComponentResource):
     endpoint_subnet_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: OkeClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        checker = Args("OkeCluster", name, cloud="oci")
+        args = checker.check(args, OkeClusterArgs, contract.CLUSTER_RULES)  # type: ignore[assignment]
+        contract.check_cluster(checker, args)
         super().__init__("gpuplatform:index:OkeCluster", name, {}, opts)
         compartment = args["compartment_id"]
         public = args.get("public_endpoint", True)
@@ -208,16 +213,20 @@ class OkeGpuNodePoolArgs(TypedDict, total=False):
     """AD names to place nodes in; an RDMA pool uses the first only (its compute cluster lives in one AD)."""
     image_id: pulumi.Input[str]
     """Node image OCID. Default: the newest OKE x86_64 GPU image for ``kubernetes_version``
-    (``get_node_pool_option``)."""
+    (``get_node_pool_option``). Required on RDMA pools: OKE's GPU images carry no RDMA (OFED) stack."""
+    zones: list[int]
+    """Availability domain numbers (1-3) to place the nodes in, picked from ``availability_domains``. Default: all
+    of them (an RDMA pool: the first)."""
     boot_volume_size_gib: int
     """Boot volume in GiB (the root filesystem is grown into it at boot). Default 512."""
     preemptible: bool
-    """OCI preemptible capacity (VM shapes only). Default: the pool's ``spot``."""
+    """OCI preemptible capacity (VM shapes only, never RDMA pools). It must agree with the pool's ``spot``, which
+    it follows by default."""
     size: int
     """Initial node count. Default: the pool's ``min_nodes``; later changes are left to the autoscaler
     when ``max_nodes > min_nodes``."""
     compute_cluster_id: pulumi.Input[str]
-    """RDMA pools: an existing compute cluster to join. Default: one is created in the pool's AD."""
+    """RDMA pools only: an existing compute cluster to join. Default: one is created in the pool's AD."""
     disable_oke_device_plugin: bool
     """Label nodes so OKE's own NVIDIA device plugin stays off (the GPU Operator or our plugin runs). Default false."""
 
@@ -231,12 +240,13 @@ class OkeGpuNodePool(pulumi.ComponentResource):
     compute_cluster_id: pulumi.Output[Optional[str]]
 
     def __init__(self, name: str, args: OkeGpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        checker = Args("OkeGpuNodePool", name, cloud="oci")
+        args = checker.check(args, OkeGpuNodePoolArgs, contract.POOL_RULES)  # type: ignore[assignment]
+        contract.check_pool(checker, args)
         super().__init__("gpuplatform:index:OkeGpuNodePool", name, {}, opts)
         pool = GpuPool.from_spec(args["pool"])
         rdma = pool.rdma_fabric == catalog.ROCE
-        preemptible = args.get("preemptible", pool.spot)
-        if rdma and preemptible:
-            raise ValueError(f"{name}: an RDMA pool cannot use preemptible capacity (bare metal shapes only)")
+        preemptible = pool.spot
         # The pool as published to the Kubernetes layer (RoCE pools carry their NCCL settings). Python-only: a
         # GpuPool has no schema form, so it carries no class-level annotation.
         self.gpu_pool: GpuPool = oci_rdma.with_roce_nccl_env(pool)
@@ -244,6 +254,9 @@ class OkeGpuNodePool(pulumi.ComponentResource):
         version = pulumi.Output.from_input(args["kubernetes_version"])
 
         ads = pulumi.Output.from_input(args["availability_domains"])
+        zones = tuple(args.get("zones", ()))
+        if zones:
+            ads = ads.apply(lambda names: select_availability_domains(list(names), zones))
         if rdma:
             ads = ads.apply(lambda names: list(names)[:1])
         self.compute_cluster = None
@@ -330,26 +343,20 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     pools: list[GpuPool] = []
     components: list[OkeGpuNodePool] = []
     for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True):
-        pool_options: OciPoolOptions = pool_config.cloud_options or OciPoolOptions()
-        wanted = pool_options.availability_domains or options.availability_domains
+        # The same args a program gets from `pool_args("oci", entry)`, plus what only the cluster and stack know.
         args: OkeGpuNodePoolArgs = {
-            "pool": pool.spec(),
+            "zones": list(options.availability_domains),  # the stack's default ADs, when the pool names none
+            **pool_args(pool_config, pool),  # type: ignore[typeddict-item]
             "cluster_id": cluster.cluster_id,
             "compartment_id": config.compartment_id,
             "kubernetes_version": cluster.kubernetes_version,
             "worker_subnet_id": cluster.worker_subnet_id,
             "pod_subnet_id": cluster.pod_subnet_id,
-            "availability_domains": cluster.availability_domains.apply(
-                lambda names, w=wanted: select_availability_domains(names, w)),
-            "boot_volume_size_gib": pool_options.boot_volume_size_gib,
-            "preemptible": pool_options.preemptible,
-            "size": pool_config.desired_nodes if pool_config.desired_nodes is not None else pool.min_nodes,
+            "availability_domains": cluster.availability_domains,
             "disable_oke_device_plugin": disable_plugin,
         }
-        if pool_options.image_id:
-            args["image_id"] = pool_options.image_id
-        if pool_options.compute_cluster_id:
-            args["compute_cluster_id"] = pool_options.compute_cluster_id
+        if not args["zones"]:
+            del args["zones"]
         component = OkeGpuNodePool(f"{name}-{pool.name}", args, opts=cloud_opts)
         components.append(component)
         pools.append(component.gpu_pool)

@@ -10,7 +10,7 @@ Cluster keys (top level of the ``gpu-platform`` namespace):
 - ``availabilityDomains``: AD numbers (``1``..``3``) node pools are spread over (default: every AD of the region).
 - ``kubernetesPatchVersion``: exact OKE version (``v1.34.1``); default: the newest patch of ``kubernetesVersion``.
 
-Pool keys (per ``nodePools[]`` entry):
+Pool keys (per ``nodePools[]`` entry), each an `OkeGpuNodePool` argument (`pool_args`):
 
 - ``imageId``: node image OCID; default: the newest OKE GPU image for the version. Required with ``rdma: true``
   (OKE's Oracle Linux GPU images carry no RDMA/OFED stack; oracle-quickstart/oci-hpc-oke only supports its
@@ -57,10 +57,9 @@ def read_ocid(raw: Mapping, key: str, path: str, kind: str) -> Optional[str]:
     value = read_str(raw, key, path, None)
     if value is None:
         return None
-    if not ocid_pattern(kind).match(value):
-        found = value.split(".")[1] if value.startswith("ocid1.") and value.count(".") >= 2 else None
-        reason = f"is a {found} OCID" if found and found != kind else "is not a valid OCID"
-        raise ConfigError(join(path, key), f"'{value}' {reason}; expected ocid1.{kind}.oc1..<unique id>")
+    problem = ocid_problem(value, kind)
+    if problem:
+        raise ConfigError(join(path, key), problem)
     return value
 
 
@@ -134,6 +133,39 @@ def _ad_numbers(values: list, path: str) -> tuple[int, ...]:
     return numbers
 
 
+def cidr_problem(value: str) -> Optional[str]:
+    """What is wrong with an IPv4 CIDR block, or None."""
+    try:
+        ipaddress.IPv4Network(value, strict=True)
+    except ValueError as err:
+        return f"'{value}' is not an IPv4 CIDR block ({err})"
+    return None
+
+
+def vcn_cidr_problem(value: str) -> Optional[str]:
+    """What is wrong with the CIDR of a VCN the platform creates, or None."""
+    problem = cidr_problem(value)
+    if problem:
+        return problem
+    network = ipaddress.IPv4Network(value)
+    if network.prefixlen > 16:
+        return f"'{value}' is too small; the API, worker, pod and load-balancer subnets need a /16 or larger"
+    if not network.is_private:
+        return f"'{value}' is not a private (RFC 1918) range"
+    if network.overlaps(ipaddress.IPv4Network(SERVICES_CIDR)):
+        return f"'{value}' overlaps the Kubernetes Service CIDR {SERVICES_CIDR}"
+    return None
+
+
+def ocid_problem(value: str, kind: str) -> Optional[str]:
+    """What is wrong with an OCID that must name a ``kind`` resource, or None."""
+    if ocid_pattern(kind).match(value):
+        return None
+    found = value.split(".")[1] if value.startswith("ocid1.") and value.count(".") >= 2 else None
+    reason = f"is a {found} OCID" if found and found != kind else "is not a valid OCID"
+    return f"'{value}' {reason}; expected ocid1.{kind}.oc1..<unique id>"
+
+
 def parse_cluster_options(raw: Mapping, config: Any) -> OciClusterOptions:
     vcn_id = read_ocid(raw, "vcnId", "", "vcn")
     subnets = {key: read_ocid(raw, key, "", "subnet") for key in SUBNET_KEYS}
@@ -149,14 +181,10 @@ def parse_cluster_options(raw: Mapping, config: Any) -> OciClusterOptions:
         if given:
             raise ConfigError(given[0], "needs vcnId: subnets are only given together with an existing VCN")
     vcn_cidr = read_str(raw, "vcnCidr", "", DEFAULT_VCN_CIDR)
-    network = _cidr(vcn_cidr, "vcnCidr")
-    if network.prefixlen > 16:
-        raise ConfigError("vcnCidr", f"'{vcn_cidr}' is too small; the API, worker, pod and load-balancer "
-                                     "subnets need a /16 or larger")
-    if not network.is_private:
-        raise ConfigError("vcnCidr", f"'{vcn_cidr}' is not a private (RFC 1918) range")
-    if network.overlaps(ipaddress.IPv4Network(SERVICES_CIDR)):
-        raise ConfigError("vcnCidr", f"'{vcn_cidr}' overlaps the Kubernetes Service CIDR {SERVICES_CIDR}")
+    problem = vcn_cidr_problem(vcn_cidr)
+    if problem:
+        raise ConfigError("vcnCidr", problem)
+    network = ipaddress.IPv4Network(vcn_cidr)
     public = read_bool(raw, "publicEndpoint", "", True)
     allowed_raw = read_list(raw, "apiAllowedCidrs", "")
     if allowed_raw and not public:
@@ -215,3 +243,19 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> OciPoo
         compute_cluster_id=compute_cluster_id,
         preemptible=pool.spot,
     )
+
+
+def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
+    """The `OkeGpuNodePool` args a validated ``nodePools`` entry decides: the pool and every OKE key the entry sets
+    (``zones`` -> ``zones`` as AD numbers, ``desiredNodes`` -> ``size``); the cluster's ids, version, subnets and
+    ADs come from `OkeCluster`. ``spot`` stays in the pool (``preemptible`` follows it)."""
+    options: OciPoolOptions = pool_config.cloud_options or OciPoolOptions()
+    args: dict[str, Any] = {"pool": pool.spec(), "boot_volume_size_gib": options.boot_volume_size_gib}
+    optional = {
+        "image_id": options.image_id,
+        "compute_cluster_id": options.compute_cluster_id,
+        "size": pool_config.desired_nodes,
+        "zones": list(options.availability_domains) or None,
+    }
+    args.update({k: v for k, v in optional.items() if v is not None})
+    return args

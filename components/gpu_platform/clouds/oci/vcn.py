@@ -7,7 +7,9 @@ import pulumi
 import pulumi_oci as oci
 from typing_extensions import Required
 
+from ...component_args import Args
 from ...kube.common import child_opts
+from . import contract
 from . import network as oci_network
 
 
@@ -29,7 +31,7 @@ class OkeVcnArgs(TypedDict, total=False):
     public_endpoint: bool
     """Put the Kubernetes API endpoint in a public subnet reachable from ``api_allowed_cidrs``. Default true."""
     api_allowed_cidrs: list[str]
-    """CIDRs allowed to reach a public API endpoint on 6443. Default ``["0.0.0.0/0"]``."""
+    """CIDRs allowed to reach a public API endpoint on 6443 (public endpoints only). Default ``["0.0.0.0/0"]``."""
 
 
 class OkeVcn(pulumi.ComponentResource):
@@ -43,6 +45,9 @@ class OkeVcn(pulumi.ComponentResource):
     load_balancer_subnet_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: OkeVcnArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        checker = Args("OkeVcn", name, cloud="oci")
+        args = checker.check(args, OkeVcnArgs, contract.VCN_RULES)  # type: ignore[assignment]
+        contract.check_endpoint(checker, args)
         super().__init__("gpuplatform:index:OkeVcn", name, {}, opts)
         compartment = args["compartment_id"]
         public_endpoint = args.get("public_endpoint", True)

@@ -1,0 +1,161 @@
+"""The argument rules of the OKE components (`OkeCluster`, `OkeGpuNodePool`, `OkeVcn`, `OkeClusterAutoscaler`),
+pure: the stack file's OCI rules (`oci.options`) restated for the components' snake_case args, so a program that
+imports them gets the same refusals as a stack file (`component_args`). No cloud SDK import.
+"""
+
+import re
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from ... import catalog
+from ...component_args import Args, Rule, at_least, between
+from .options import (
+    AD_NAME,
+    MAX_AVAILABILITY_DOMAINS,
+    MAX_BOOT_VOLUME_GIB,
+    MIN_BOOT_VOLUME_GIB,
+    PATCH_VERSION,
+    cidr_problem,
+    is_bare_metal,
+    ocid_problem,
+    vcn_cidr_problem,
+)
+
+MINOR_VERSION = r"1\.(2[5-9]|3[0-9])"
+
+
+def ocid(kind: str, *others: str) -> Rule:
+    """An OCID of ``kind`` (or one of ``others``: a compartment may be the tenancy, its root)."""
+    def problem(value: str) -> Optional[str]:
+        if any(ocid_problem(value, k) is None for k in others):
+            return None
+        return ocid_problem(value, kind)
+    return Rule(check=problem)
+
+
+COMPARTMENT = ocid("compartment", "tenancy")
+CIDR = Rule(check=cidr_problem)
+VCN_CIDR = Rule(check=vcn_cidr_problem)
+
+
+def _cluster_version_problem(value: str) -> Optional[str]:
+    if re.fullmatch(MINOR_VERSION, value) or PATCH_VERSION.match(value):
+        return None
+    return f"'{value}' is not a Kubernetes minor version (1.25 to 1.39, such as 1.34) or an OKE version such as v1.34.1"
+
+
+def _ad_names_problem(names: list[str]) -> Optional[str]:
+    if not names:
+        return "must name at least one availability domain"
+    for name in names:
+        if not AD_NAME.match(name):
+            return f"'{name}' is not an availability domain name such as Uocm:US-ASHBURN-AD-1"
+    return None
+
+
+def _unique_problem(values: list) -> Optional[str]:
+    return f"lists an availability domain twice: {values}" if len(set(values)) != len(values) else None
+
+
+CLUSTER_RULES: dict[str, Rule] = {
+    "compartment_id": COMPARTMENT,
+    "kubernetes_version": Rule(check=_cluster_version_problem),
+    "cluster_name": Rule(check=lambda v: "must not be empty" if not v.strip() else None),
+    "vcn_cidr": VCN_CIDR,
+    "vcn_id": ocid("vcn"),
+    "endpoint_subnet_id": ocid("subnet"),
+    "worker_subnet_id": ocid("subnet"),
+    "pod_subnet_id": ocid("subnet"),
+    "load_balancer_subnet_id": ocid("subnet"),
+    "api_allowed_cidrs[]": CIDR,
+}
+VCN_RULES: dict[str, Rule] = {
+    "compartment_id": COMPARTMENT,
+    "cidr": VCN_CIDR,
+    "api_allowed_cidrs[]": CIDR,
+}
+POOL_RULES: dict[str, Rule] = {
+    "cluster_id": ocid("cluster"),
+    "compartment_id": COMPARTMENT,
+    "kubernetes_version": Rule(check=lambda v: None if PATCH_VERSION.match(v) else
+                               f"'{v}' is not an exact OKE version such as v1.34.1 (OkeCluster.kubernetes_version)"),
+    "worker_subnet_id": ocid("subnet"),
+    "pod_subnet_id": ocid("subnet"),
+    "availability_domains": Rule(check=_ad_names_problem),
+    "zones": Rule(check=_unique_problem),
+    "zones[]": between(1, MAX_AVAILABILITY_DOMAINS),
+    "image_id": ocid("image"),
+    "boot_volume_size_gib": between(MIN_BOOT_VOLUME_GIB, MAX_BOOT_VOLUME_GIB),
+    "size": at_least(0),
+    "compute_cluster_id": ocid("computecluster"),
+}
+AUTOSCALER_RULES: dict[str, Rule] = {
+    "cluster_id": ocid("cluster"),
+    "compartment_id": COMPARTMENT,
+    "node_pools[].node_pool_id": ocid("nodepool"),
+    "node_pools[].min_nodes": at_least(0),
+    "node_pools[].max_nodes": at_least(1),
+    "scale_down_unneeded_minutes": at_least(1),
+    "max_node_provision_minutes": at_least(1),
+}
+
+_SUBNETS = ("endpoint_subnet_id", "worker_subnet_id", "pod_subnet_id", "load_balancer_subnet_id")
+
+
+def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
+    """An existing VCN comes with its four subnets and without the created VCN's settings; allowed CIDRs only
+    on a public endpoint."""
+    if "vcn_id" in args:
+        for key in _SUBNETS:
+            if key not in args:
+                checker.fail(key, f"is required with vcn_id (an existing VCN needs all of {', '.join(_SUBNETS)})")
+        for key in ("vcn_cidr", "api_allowed_cidrs"):
+            if key in args:
+                checker.fail(key, "applies to the VCN OkeCluster creates; remove it or remove vcn_id")
+    else:
+        for key in _SUBNETS:
+            if key in args:
+                checker.fail(key, "needs vcn_id: subnets are only given together with an existing VCN")
+    check_endpoint(checker, args)
+
+
+def check_endpoint(checker: Args, args: Mapping[str, Any]) -> None:
+    if "api_allowed_cidrs" in args and not args.get("public_endpoint", True):
+        checker.fail("api_allowed_cidrs", "only applies with public_endpoint true")
+
+
+def check_pool(checker: Args, args: Mapping[str, Any]) -> None:
+    """RDMA pools: bare metal, not preemptible, an RDMA-ready image, one AD; ``compute_cluster_id`` only on RDMA
+    pools; ``preemptible`` agrees with the pool's ``spot`` and needs a VM shape; ``size`` within the bounds."""
+    pool = args["pool"]
+    rdma = pool.get("rdma_fabric") == catalog.ROCE
+    preemptible = args.get("preemptible", pool.get("spot", False))
+    if "preemptible" in args and args["preemptible"] != pool.get("spot", False):
+        checker.fail("preemptible", f"{args['preemptible']} contradicts pool.spot ({pool.get('spot', False)}); "
+                                    "set spot in the pool (preemptible follows it)")
+    if rdma and preemptible:
+        checker.fail("pool.spot", "an RDMA pool cannot use preemptible capacity (bare metal shapes only)")
+    if preemptible and is_bare_metal(pool["instance_type"]):
+        checker.fail("pool.spot", f"OCI preemptible capacity does not support bare metal shapes such as "
+                                  f"'{pool['instance_type']}'; use a VM.GPU shape or spot false")
+    if rdma and "image_id" not in args:
+        checker.fail("image_id", "is required on an RDMA pool; OKE's Oracle Linux GPU images have no RDMA (OFED) "
+                                 "stack, import an RDMA-ready image (oracle-quickstart/oci-hpc-oke)")
+    if "compute_cluster_id" in args and not rdma:
+        checker.fail("compute_cluster_id", "only applies to an RDMA pool (pool.rdma_fabric 'roce')")
+    if rdma and len(args.get("zones", [])) > 1:
+        checker.fail("zones", f"an RDMA pool's compute cluster lives in one availability domain, "
+                              f"got {len(args['zones'])}")
+    if "size" in args and not pool["min_nodes"] <= args["size"] <= pool["max_nodes"]:
+        checker.fail("size", f"must be between pool.min_nodes ({pool['min_nodes']}) and pool.max_nodes "
+                             f"({pool['max_nodes']}), got {args['size']}")
+
+
+def check_autoscaler(checker: Args, args: Mapping[str, Any]) -> None:
+    pools = args.get("node_pools", [])
+    if not pools:
+        checker.fail("node_pools", "must list at least one node pool to autoscale")
+    for i, pool in enumerate(pools):
+        if pool["min_nodes"] > pool["max_nodes"]:
+            checker.fail(f"node_pools[{i}].min_nodes", f"min_nodes ({pool['min_nodes']}) is greater than "
+                                                       f"max_nodes ({pool['max_nodes']})")
