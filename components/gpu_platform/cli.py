@@ -1,8 +1,10 @@
 """``gpu-platform``: the command line.
 
-``gpu-platform plan [STACK ...] [--config FILE] [--out DIR]`` plans stacks offline (see `gpu_platform.plan`).
-Exit codes: 0 planned and valid, 1 a manifest failed schema validation or the program failed, 2 bad
-configuration or usage. Errors are one line each; no traceback reaches the user.
+``gpu-platform plan [STACK ...] [--config FILE] [--out DIR]`` plans stacks offline (see `gpu_platform.plan`): the
+stacks of the Pulumi project around the working directory (the nearest ``Pulumi.yaml`` upwards, its
+``stackConfigDir``). ``gpu-platform --version`` prints the package's version. Exit codes: 0 planned and valid,
+1 a manifest failed schema validation or the program failed, 2 bad configuration or usage. Errors are one line
+each; no traceback reaches the user.
 """
 
 import argparse
@@ -20,9 +22,13 @@ def _plan(args: argparse.Namespace) -> int:
 
     out_dir = Path(args.out)
     try:
-        stacks = planner.resolve_stacks(args.stacks, Path(args.config) if args.config else None)
-        if not stacks:
-            raise ConfigError("", f"no Pulumi.<stack>.yaml in {planner.DEFAULT_STACKS_DIR}")
+        if args.config:
+            stacks = planner.resolve_stacks([], Path(args.config))
+        else:
+            project = planner.find_project()
+            stacks = planner.resolve_stacks(args.stacks, None, project.stacks_dir)
+            if not stacks:
+                raise ConfigError("", f"no Pulumi.<stack>.yaml in {project.stacks_dir} (project {project.name})")
         # Validate every configuration first: a bad stack writes nothing at all.
         for stack, path in stacks.items():
             planner.parse_config(planner.strip_namespace(planner.load_stack_file(path)), stack)
@@ -53,10 +59,14 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="gpu-platform", description="GPU Kubernetes platform tooling")
+    parser.add_argument("--version", action="version", version=f"gpu-platform {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="plan stacks offline: plan.json, manifests.yaml, summary, validation")
-    plan.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to plan (default: every stacks/Pulumi.*.yaml)")
+    plan.add_argument("stacks", nargs="*", metavar="STACK",
+                      help="stacks to plan (default: every Pulumi.*.yaml in the project's stackConfigDir)")
     plan.add_argument("--config", metavar="FILE", help="plan this one stack file instead")
     plan.add_argument("--out", metavar="DIR", default="build/plan", help="output directory (default: build/plan)")
     plan.add_argument("--diagram", action="store_true", help="also write diagram.mmd and diagram.svg per stack")

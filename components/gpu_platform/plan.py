@@ -3,9 +3,14 @@
 Per stack, ``<out>/<stack>/plan.json`` (every registration with its inputs in wire form, secrets redacted) and
 ``<out>/<stack>/manifests.yaml`` (every Kubernetes object, validated against its schema). Output is
 deterministic: registrations and objects are sorted and serialised with sorted keys.
+
+The project is the Pulumi project around the working directory (`find_project`: the nearest ``Pulumi.yaml``
+upwards); its stack files are in its ``stackConfigDir`` and its program is its ``main``, so a project that installs
+the package (not only this repository) plans its own stacks.
 """
 
 import json
+import os
 import runpy
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,13 +24,57 @@ from .errors import ConfigError
 from .schemas import ManifestError, validate_manifest
 from .testing import Recording, Registration, is_manifest_type, run_program
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_STACKS_DIR = PROJECT_ROOT / "stacks"
 PROJECT_NAME = "gpu-platform"
+"""The project name a run uses when the stack file is in no Pulumi project (``--config FILE`` elsewhere)."""
+PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
 
 # Namespaces and cluster-wide kinds first, so `kubectl apply -f manifests.yaml` creates what others need.
 _APPLY_ORDER = {"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2, "ServiceAccount": 3,
                 "ClusterRole": 3, "Role": 3, "ConfigMap": 4, "Secret": 4}
+
+
+@dataclass(frozen=True)
+class Project:
+    """A Pulumi project as ``gpu-platform plan`` uses it."""
+
+    root: Path
+    """The directory of ``Pulumi.yaml``."""
+    name: str
+    stacks_dir: Path
+    """Where ``Pulumi.<stack>.yaml`` files are: ``stackConfigDir``, else the project directory."""
+    program: Path
+    """``main`` (a directory with ``__main__.py`` or a ``.py`` file), else the project directory."""
+
+
+def read_project(project_file: Path) -> Project:
+    """The `Project` a ``Pulumi.yaml`` describes."""
+    try:
+        document = yaml.safe_load(project_file.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError("", f"cannot read {project_file}: {str(err).splitlines()[0]}") from None
+    if not isinstance(document, dict):
+        raise ConfigError("", f"{project_file} is not a Pulumi project file (a mapping with name and runtime)")
+    root = project_file.parent.resolve()
+    name = str(document.get("name") or root.name)
+    stacks_dir = root / str(document.get("stackConfigDir") or ".")
+    program = root / str(document.get("main") or ".")
+    return Project(root, name, stacks_dir.resolve(), program.resolve())
+
+
+def find_project(start: Optional[Path] = None) -> Project:
+    """The Pulumi project containing ``start`` (default: the working directory): the nearest ``Pulumi.yaml`` at or
+    above it. Raises `ConfigError` (one line) when there is none."""
+    here = Path(start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        for name in PROJECT_FILES:
+            if (directory / name).is_file():
+                return read_project(directory / name)
+    raise ConfigError("", f"not inside a Pulumi project: no Pulumi.yaml in {here} or any parent directory "
+                          "(run gpu-platform plan in your project, or pass --config FILE)")
+
+
+def _stacks_dir(stacks_dir: Optional[Path]) -> Path:
+    return stacks_dir if stacks_dir is not None else find_project().stacks_dir
 
 
 @dataclass
@@ -47,9 +96,10 @@ def stack_name_of(path: Path) -> str:
     return name[len("Pulumi."):].rsplit(".", 1)[0]
 
 
-def discover_stacks(stacks_dir: Path = DEFAULT_STACKS_DIR) -> dict[str, Path]:
-    """Every ``Pulumi.<stack>.yaml`` in the stacks directory, by stack name."""
-    return {stack_name_of(p): p for p in sorted(stacks_dir.glob("Pulumi.*.yaml"))}
+def discover_stacks(stacks_dir: Optional[Path] = None) -> dict[str, Path]:
+    """Every ``Pulumi.<stack>.yaml`` in the stacks directory (default: the working directory's project's), by stack
+    name."""
+    return {stack_name_of(p): p for p in sorted(_stacks_dir(stacks_dir).glob("Pulumi.*.yaml"))}
 
 
 def load_stack_file(path: Path) -> dict[str, Any]:
@@ -77,24 +127,41 @@ def _secret_keys(config: dict[str, Any]) -> list[str]:
     return sorted(k for k, v in config.items() if has_secret(v))
 
 
-def _program(stacks_dir: Path):
-    main = stacks_dir / "__main__.py"
-    if main.exists():
-        return lambda: runpy.run_path(str(main), run_name="__main__")
+def _program(program: Optional[Path]):
+    """The project's program (``main``: a directory with ``__main__.py`` or a Python file), else the platform's."""
+    if program is not None:
+        if program.is_dir() and (program / "__main__.py").exists():
+            return lambda: runpy.run_path(str(program), run_name="__main__")  # its directory on sys.path, as Pulumi
+        if program.is_file() and program.suffix == ".py":
+            return lambda: runpy.run_path(str(program), run_name="__main__")
     from .platform import main as platform_main
 
     return platform_main
 
 
-def plan_stack(stack: str, stack_file: Path, program_dir: Path = DEFAULT_STACKS_DIR) -> StackPlan:
+def project_of(stack_file: Path) -> Optional[Project]:
+    """The project a stack file belongs to: the one around it, else the working directory's, else None."""
+    for start in (stack_file.parent, None):
+        try:
+            return find_project(start)
+        except ConfigError:
+            continue
+    return None
+
+
+def plan_stack(stack: str, stack_file: Path, program_dir: Optional[Path] = None) -> StackPlan:
     """Validate one stack's configuration, then run the project program offline and render its objects.
 
-    Raises `ConfigError` (nothing registered) for bad configuration.
+    The program is ``program_dir``'s ``__main__.py`` when given, else the ``main`` of the stack file's project,
+    else the platform's own program (`gpu_platform.platform.main`). Raises `ConfigError` (nothing registered)
+    for bad configuration.
     """
     namespaced = load_stack_file(stack_file)
     config = parse_config(strip_namespace(namespaced), stack)
-    recording = run_program(_program(program_dir), stack=stack, project=PROJECT_NAME, config=namespaced,
-                            secret_keys=_secret_keys(namespaced))
+    project = project_of(stack_file)
+    program = program_dir if program_dir is not None else project.program if project else None
+    recording = run_program(_program(program), stack=stack, project=project.name if project else PROJECT_NAME,
+                            config=namespaced, secret_keys=_secret_keys(namespaced))
     manifests = render_manifests(recording)
     errors = []
     for obj in manifests:
@@ -190,10 +257,12 @@ def summary(plan: StackPlan) -> str:
 
 
 def resolve_stacks(names: list[str], config_file: Optional[Path],
-                   stacks_dir: Path = DEFAULT_STACKS_DIR) -> dict[str, Path]:
-    """The stacks a ``plan`` invocation covers: ``--config FILE``, the named stacks, or every stack."""
+                   stacks_dir: Optional[Path] = None) -> dict[str, Path]:
+    """The stacks a ``plan`` invocation covers: ``--config FILE``, the named stacks, or every stack (of the
+    working directory's project unless ``stacks_dir`` is given)."""
     if config_file is not None:
         return {stack_name_of(config_file): config_file}
+    stacks_dir = _stacks_dir(stacks_dir)
     available = discover_stacks(stacks_dir)
     if not names:
         return available
@@ -201,6 +270,12 @@ def resolve_stacks(names: list[str], config_file: Optional[Path],
     if missing:
         from .errors import did_you_mean
 
-        raise ConfigError("", f"no stack file stacks/Pulumi.{missing[0]}.yaml"
+        raise ConfigError("", f"no stack file {_display(stacks_dir / f'Pulumi.{missing[0]}.yaml')}"
                               f"{did_you_mean(missing[0], list(available))}", missing[0])
     return {n: available[n] for n in names}
+
+
+def _display(path: Path) -> str:
+    """A path relative to the working directory when it is below it, else absolute."""
+    relative = os.path.relpath(path)
+    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()

@@ -301,9 +301,11 @@ AWS_ID_PREFIXES = {"aws:ec2/subnet:Subnet": "subnet", "aws:ec2/securityGroup:Sec
 """EC2 ids carry their kind's prefix (``subnet-...``, ``sg-...``): Karpenter's EC2NodeClass schema checks it."""
 
 
-def outputs_for(type_: str, name: str, inputs: dict) -> tuple[str, dict]:
-    """(id, state) a realistic engine would return for a new resource."""
-    extra = OUTPUTS.get(type_, lambda n, i: {})(name, inputs)
+def outputs_for(type_: str, name: str, inputs: dict,
+                outputs: Optional[Mapping[str, Callable[[str, dict], dict]]] = None) -> tuple[str, dict]:
+    """(id, state) a realistic engine would return for a new resource (``outputs``: the per-type answers,
+    default `OUTPUTS`)."""
+    extra = (OUTPUTS if outputs is None else outputs).get(type_, lambda n, i: {})(name, inputs)
     if type_ in AWS_ID_PREFIXES:
         resource_id = f"{AWS_ID_PREFIXES[type_]}-{name}"
     elif type_.startswith("oci:"):
@@ -346,7 +348,8 @@ class Registration:
 
 
 class Recording:
-    """Every registration of one program run, with lookups for assertions."""
+    """Every registration of one program run, with lookups for assertions; ``exports`` holds the stack's
+    exports (``pulumi.export``) as plain values (Outputs resolved, secrets redacted)."""
 
     def __init__(self, registrations: list[Registration], exports: Optional[dict] = None):
         self.registrations = sorted(registrations, key=lambda r: r.urn)
@@ -393,19 +396,39 @@ def is_manifest_type(type_: str) -> bool:
     return "/" in group_version and not group_version.startswith(("yaml/", "kustomize/"))
 
 
-class RecordingMocks(pulumi.runtime.Mocks):
-    """Mocks that answer with `outputs_for` and `CALLS`."""
+class PlatformMocks(pulumi.runtime.Mocks):
+    """Mocks that answer what every cloud's components need: realistic outputs per resource type (`OUTPUTS`, via
+    `outputs_for`) and the invokes they make (`CALLS`: caller identity, zones, client configs, OKE options, ...).
 
-    def __init__(self):
+    For tests written the standard Pulumi way::
+
+        pulumi.runtime.set_mocks(PlatformMocks(), preview=False)
+
+    Subclass it (call ``super()`` for what you do not answer yourself) or pass extra answers::
+
+        PlatformMocks(outputs={"mycorp:index:Thing": lambda name, inputs: {"url": "https://x"}},
+                      calls={"mycorp:index:getThing": lambda args: {"id": "t-1"}})
+
+    ``calls`` (the attribute) records every invoke as ``(token, args)``.
+    """
+
+    def __init__(self, outputs: Optional[Mapping[str, Callable[[str, dict], dict]]] = None,
+                 calls: Optional[Mapping[str, Callable[[dict], dict]]] = None):
+        self.outputs: dict[str, Callable[[str, dict], dict]] = {**OUTPUTS, **(outputs or {})}
+        self.answers: dict[str, Callable[[dict], dict]] = {**CALLS, **(calls or {})}
         self.calls: list[tuple[str, dict]] = []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-        return outputs_for(args.typ, args.name, dict(args.inputs))
+        return outputs_for(args.typ, args.name, dict(args.inputs), self.outputs)
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         self.calls.append((args.token, dict(args.args)))
-        handler = CALLS.get(args.token)
+        handler = self.answers.get(args.token)
         return handler(dict(args.args)) if handler else {}
+
+
+RecordingMocks = PlatformMocks
+"""The harness's mocks (the earlier name of `PlatformMocks`)."""
 
 
 class RecordingMonitor(pulumi_mocks_module.MockMonitor):
@@ -429,6 +452,22 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
                 replace_on_changes=list(request.replaceOnChanges),
             ))
         return response
+
+
+async def _resolve(value: Any) -> Any:
+    """An export's value with every Output awaited: secrets redacted leaf by leaf (as in registrations), unknown
+    values (previews) as None."""
+    if isinstance(value, pulumi.Output):
+        known, secret = await value.is_known(), await value.is_secret()
+        resolved = await _resolve(await value.future()) if known else None
+        return _redact(resolved) if secret and resolved is not None else resolved
+    if isinstance(value, Mapping):
+        return {k: await _resolve(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [await _resolve(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _to_config_value(value: Any) -> str:
@@ -457,7 +496,7 @@ def run_program(
     try:
         settings.reset_options(project=project, stack=stack, preview=False)
         set_all_config({k: _to_config_value(v) for k, v in (config or {}).items()}, secret_keys or [])
-        mocks = RecordingMocks()
+        mocks = PlatformMocks()
         monitor = RecordingMonitor(mocks)
         pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
         # The SDK creates many short-lived cyclic objects per resource; with the collector on, each full
@@ -472,7 +511,7 @@ def run_program(
                 gc.enable()
         root = settings.get_root_resource()
         exports = dict(getattr(root, "outputs", {}) or {}) if root is not None else {}
-        return Recording(monitor.registrations, exports)
+        return Recording(monitor.registrations, _sync_await(_resolve(exports)))
     finally:
         for task in asyncio.all_tasks(loop):
             task.cancel()
@@ -500,17 +539,23 @@ if "pytest" in sys.modules:  # loaded as a pytest plugin; plain `gpu-platform pl
 
     @pytest.fixture
     def pulumi_mocks():
-        """Fresh mock engine per test; yields a `Recorder`."""
+        """Fresh mock engine per test; yields a `Recorder`. The event loop it found is restored afterwards, so
+        tests written with plain ``pulumi.runtime.set_mocks`` can follow in the same session."""
+        previous_loop = None
+        with contextlib.suppress(RuntimeError):
+            previous_loop = asyncio.get_event_loop_policy().get_event_loop()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         settings.reset_options(project="gpu-platform", stack="test", preview=False)
-        mocks = RecordingMocks()
+        mocks = PlatformMocks()
         monitor = RecordingMonitor(mocks)
         pulumi.runtime.set_mocks(mocks, project="gpu-platform", stack="test", preview=False, monitor=monitor)
-        yield Recorder(monitor)
-        for task in asyncio.all_tasks(loop):
-            task.cancel()
-        loop.run_until_complete(asyncio.sleep(0))
-        loop.close()
-        asyncio.set_event_loop(None)
-        settings.reset_options()
+        try:
+            yield Recorder(monitor)
+        finally:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+            asyncio.set_event_loop(previous_loop if previous_loop and not previous_loop.is_closed() else None)
+            settings.reset_options()

@@ -1,0 +1,3 @@
+"""The project's tests: gpu-platform's harness fixture is a pytest plugin."""
+
+pytest_plugins = ["gpu_platform.testing"]
