@@ -2,6 +2,7 @@
 and the ``autoscaling`` configuration keys."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -159,8 +160,9 @@ def test_component_rejects_a_conflicting_set_before_registering_anything():
     args = {"vpa_targets": [{"namespace": "inference", "kind": "Deployment", "name": "sentiment",
                              "api_version": "apps/v1"}],
             "vpa_mode": "Initial", "horizontal_autoscalers": [hpa([resource_metric("cpu")])]}
-    with pytest.raises(AutoscalerConflict, match="both act on cpu of Deployment inference/sentiment"):
+    with pytest.raises(ConfigError, match=re.escape("WorkloadAutoscaling auto: horizontal_autoscalers: ")) as err:
         run_program(lambda: WorkloadAutoscaling("auto", args))
+    assert "both act on cpu of Deployment inference/sentiment" in str(err.value)
     rec = run_program(lambda: WorkloadAutoscaling("auto", {**args, "vpa_resources": ["memory"]}))
     vpa = rec.one(VPA_KIND)
     assert vpa.inputs["spec"]["updatePolicy"] == {"updateMode": "Initial"}

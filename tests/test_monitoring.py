@@ -1,5 +1,6 @@
 """GpuMonitoring: kube-prometheus-stack values, the objects it creates, their schemas, and its place in the platform."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ import yaml
 
 from gpu_platform import labels
 from gpu_platform.config import Secret, parse_config
+from gpu_platform.errors import ConfigError
 from gpu_platform.kube import monitoring
 from gpu_platform.kube.monitoring import GpuMonitoring, kube_prometheus_stack_values, monitoring_args
 from gpu_platform.plan import load_stack_file, plan_stack, render_manifests
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHART_KEYS = ROOT / "tests" / "data" / "chart_keys" / "kube-prometheus-stack-88.5.3.keys"
 POOLS = [GpuPool("h100-train", "existing", "", "h100", 8, 80, 0, 4).spec(),
          GpuPool("l4-infer", "existing", "", "l4", 4, 24, 0, 4).spec()]
+GKE_POOLS = [GpuPool("l4-infer", "gcp", "g2-standard-48", "l4", 4, 24, 0, 4).spec()]
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -169,7 +172,7 @@ def test_configured_grafana_password_is_used_and_nothing_is_generated():
 
 def test_gke_managed_dcgm_pod_monitor_only_when_asked(default_run):
     assert default_run.of_type(POD_MONITOR) == []
-    rec = run_program(lambda: GpuMonitoring("mon", {"pools": POOLS, "gke_managed_dcgm": True, "namespace": "obs"}))
+    rec = run_program(lambda: GpuMonitoring("mon", {"pools": GKE_POOLS, "gke_managed_dcgm": True, "namespace": "obs"}))
     monitor = rec.one(POD_MONITOR)
     assert monitor.inputs["metadata"]["name"] == "gke-managed-dcgm-exporter"
     assert monitor.inputs["metadata"]["namespace"] == "obs"
@@ -185,7 +188,7 @@ def test_gke_managed_dcgm_pod_monitor_only_when_asked(default_run):
 
 
 def test_every_object_matches_its_schema():
-    rec = run_program(lambda: GpuMonitoring("mon", {"pools": POOLS, "gke_managed_dcgm": True}))
+    rec = run_program(lambda: GpuMonitoring("mon", {"pools": GKE_POOLS, "gke_managed_dcgm": True}))
     manifests = render_manifests(rec)
     kinds = sorted(m["kind"] for m in manifests)
     assert kinds == ["ConfigMap", "ConfigMap", "ConfigMap", "Namespace", "PodMonitor", "PrometheusRule",
@@ -221,9 +224,9 @@ def test_exposed_attributes_for_other_layers():
 
 
 def test_pools_are_required_and_thresholds_checked():
-    with pytest.raises(ValueError, match="args.pools is required"):
+    with pytest.raises(ConfigError, match=re.escape("GpuMonitoring mon: pools: is required")):
         run_program(lambda: GpuMonitoring("mon", {}))
-    with pytest.raises(ValueError, match="alert_thresholds.nope: unknown threshold"):
+    with pytest.raises(ConfigError, match=re.escape("GpuMonitoring mon: alert_thresholds.nope: unknown threshold")):
         run_program(lambda: GpuMonitoring("mon", {"pools": POOLS, "alert_thresholds": {"nope": 1}}))
 
 

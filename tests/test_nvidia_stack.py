@@ -5,6 +5,7 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
+from gpu_platform.errors import ConfigError
 from gpu_platform.kube import sharing
 from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.labels import Taint
@@ -17,8 +18,15 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
 
 
+# A 4-GPU shape of each cloud's catalog (components re-check every pool against it): type, GPU, GiB per GPU.
+FOUR_GPUS = {"aws": ("g6.12xlarge", "l4", 24), "gcp": ("g2-standard-48", "l4", 24),
+             "azure": ("Standard_NC64as_T4_v3", "t4", 16), "oci": ("BM.GPU.A10.4", "a10", 24),
+             "existing": ("l4-node", "l4", 24)}
+
+
 def pool(name, cloud, mode="exclusive", replicas=1, profile=None, taints=()):
-    return GpuPool(name, cloud, "x", "l4", 4, 24, 0, 3, sharing=Sharing(mode, replicas, profile),
+    instance_type, gpu, memory = FOUR_GPUS[cloud]
+    return GpuPool(name, cloud, instance_type, gpu, 4, memory, 0, 3, sharing=Sharing(mode, replicas, profile),
                    user_taints=taints).spec()
 
 
@@ -169,5 +177,7 @@ def test_outputs_name_namespace_and_sharing_config():
 
 
 def test_unknown_mode_is_rejected():
-    with pytest.raises(ValueError, match="gpu_software must be one of operator, device-plugin, cloud-managed"):
+    with pytest.raises(ConfigError) as err:
         stack("aws", "gpu-operator", [pool("a", "aws")])
+    assert str(err.value) == ("NvidiaGpuStack nv: gpu_software: 'gpu-operator' is not one of operator, device-plugin, "
+                              "cloud-managed; did you mean 'operator'?")

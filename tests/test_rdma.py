@@ -114,8 +114,13 @@ def test_pod_requirements_per_fabric():
     assert specs.pod_requirements(gke) == {"resources": {}, "annotations": {"networking.gke.io/interfaces": "[...]"}}
 
 
+# The catalog's 8 x H100 RDMA shape of each cloud: components re-check every pool against the catalog.
+H100_X8 = {"aws": "p5.48xlarge", "azure": "Standard_ND96isr_H100_v5", "gcp": "a3-megagpu-8g"}
+
+
 def stack(cloud, pools, **extra):
-    return run_program(lambda: RdmaStack("rdma", {"cloud": cloud, "pools": [p.spec() for p in pools], **extra}))
+    specs = [{**p.spec(), "instance_type": H100_X8[cloud]} for p in pools]
+    return run_program(lambda: RdmaStack("rdma", {"cloud": cloud, "pools": specs, **extra}))
 
 
 def test_efa_pools_get_the_efa_chart_in_kube_system():

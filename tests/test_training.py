@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from gpu_platform import labels, versions
+from gpu_platform.errors import ConfigError
 from gpu_platform.kube import training_objects as tobj
 from gpu_platform.kube import training_script
 from gpu_platform.kube.training import TrainingWorkload
@@ -131,8 +132,9 @@ def test_manifests_validate():
 
 
 def test_no_gpu_quota_is_refused():
-    with pytest.raises(ValueError, match="no GPU quota"):
+    with pytest.raises(ConfigError) as err:
         build(gpu_quota=0)
+    assert str(err.value) == "TrainingWorkload training: gpu_quota: must be >= 1, got 0"
 
 
 def free_port() -> int:

@@ -213,16 +213,21 @@ def test_the_scaled_object_schema_is_enforced():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({}, "args.pool is required"),
-        ({"pool": L4.spec(), "autoscaler": "vpa"}, "autoscaler must be one of"),
-        ({"pool": L4.spec(), "min_replicas": 3, "max_replicas": 2}, r"min_replicas \(3\) <= max_replicas \(2\)"),
-        ({"pool": L4.spec(), "model_cache_size": "20GB"}, "'20GB' is not a storage quantity"),
-        ({"pool": L4.spec(), "model_cache_access_mode": "ReadWriteSome"}, "model_cache_access_mode must be one of"),
+        ({}, "pool: is required"),
+        ({"pool": L4.spec(), "autoscaler": "vpa"},
+         "autoscaler: 'vpa' is not one of keda, hpa, none; did you mean 'hpa'?"),
+        ({"pool": L4.spec(), "min_replicas": 3, "max_replicas": 2}, "max_replicas: must be >= min_replicas (3), got 2"),
+        ({"pool": L4.spec(), "model_cache_size": "20GB"}, "model_cache_size: '20GB' is not a storage quantity such as "
+                                                          "50Gi"),
+        ({"pool": L4.spec(), "model_cache_size": "20Gi", "model_cache_access_mode": "ReadWriteSome"},
+         "model_cache_access_mode: 'ReadWriteSome' is not one of ReadWriteMany, ReadWriteOnce, ReadOnlyMany; did you "
+         "mean 'ReadWriteOnce'?"),
     ],
 )
 def test_bad_args_are_rejected(args, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError) as err:
         spec_from_args(args)
+    assert str(err.value) == f"InferenceService inference: {message}"
 
 
 def test_args_from_other_languages_coerce_floats():

@@ -23,6 +23,9 @@ _STACK_KEYS = {
 }
 
 
+_CATALOG_FACTS = ("gpus_per_node", "gpu_memory_gib", "vcpus_per_node", "memory_gib_per_node", "rdma_interfaces")
+
+
 def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
     """The `GpuPool` of the spec at ``path`` of a component that runs ``cloud`` pools; a `ConfigError` naming the
     component and ``path`` when the spec is wrong."""
@@ -64,7 +67,9 @@ def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
     taints = [t.as_string() for t in node_pool.taints]
     if spec.get("spot") and cloud == "azure" and labels.AKS_SPOT_TAINT.as_string() not in taints:
         taints.append(labels.AKS_SPOT_TAINT.as_string())
-    full = GpuPoolSpec(**{**derived.spec(), **{k: v for k, v in spec.items() if v not in (None, "")},
+    # A fact left out, empty or 0 is the catalog's (GpuPool.spec() of a pool built without it says 0).
+    given = {k: v for k, v in spec.items() if v not in (None, "") and not (k in _CATALOG_FACTS and v == 0)}
+    full = GpuPoolSpec(**{**derived.spec(), **given,
                           "taints": taints, "rdma_interfaces": derived.rdma_interfaces,
                           "rdma_fabric": derived.rdma_fabric or "" if cloud != "existing" else fabric})
     if cloud == "existing" and fabric:

@@ -3,7 +3,7 @@
 Cloud-agnostic: node autoscaling lives with each cloud (``clouds/aws/karpenter.py``, ``clouds/aws/cluster_
 autoscaler.py``, the AKS/GKE autoscaler profiles, the OKE add-on); horizontal autoscaling with the inference
 service. What joins them here is the rule that a VPA and a horizontal autoscaler never act on the same resource
-of one workload: the component refuses to build VPAs that would (`autoscaler_conflicts.check_autoscaler_conflicts`),
+of one workload: the component refuses to build VPAs that would (`autoscaler_conflicts.autoscaler_conflicts`),
 before it registers anything.
 """
 
@@ -11,24 +11,27 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
+from .. import config
+from ..component_args import DNS_LABEL, NON_EMPTY, Args, choice, matching
 from ..versions import VPA
 from . import vpa_objects
-from .autoscaler_conflicts import check_autoscaler_conflicts
-from .common import child_opts, helm_release
+from .autoscaler_conflicts import autoscaler_conflicts, horizontal_resources
+from .common import DNS_SUBDOMAIN, child_opts, helm_release
 from .custom_object import KubernetesObject
 
 
 class VpaTargetSpec(TypedDict, total=False):
     """A workload controller to size."""
 
-    namespace: str
+    namespace: Required[str]
     """Namespace of the workload."""
-    kind: str
+    kind: Required[str]
     """``Deployment``, ``StatefulSet``, ``Job``, ``CronJob``..."""
-    name: str
+    name: Required[str]
     """Name of the workload."""
-    api_version: str
+    api_version: Required[str]
     """Its API version (``apps/v1``, ``batch/v1``)."""
 
 
@@ -50,6 +53,51 @@ class WorkloadAutoscalingArgs(TypedDict, total=False):
     """Namespace of the VPA components. Default ``vpa``."""
 
 
+RULES = {
+    "vpa_targets[].namespace": DNS_LABEL,
+    "vpa_targets[].kind": matching(r"[A-Z][A-Za-z0-9]*", "a Kubernetes kind such as Deployment"),
+    "vpa_targets[].name": DNS_SUBDOMAIN,
+    "vpa_targets[].api_version": matching(r"([a-z0-9.-]+/)?v\d+((alpha|beta)\d+)?", "an API version such as apps/v1"),
+    "vpa_mode": choice(*config.VPA_MODES),
+    "vpa_resources": NON_EMPTY,
+    "vpa_resources[]": choice(*config.VPA_RESOURCES),
+    "namespace": DNS_LABEL,
+}
+
+
+def checked_args(name: str, args: WorkloadAutoscalingArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised; a VPA
+    that would act on what a horizontal autoscaler of the same workload scales on is refused here too."""
+    checker = Args("WorkloadAutoscaling", name)
+    checked = checker.check(args, WorkloadAutoscalingArgs, RULES)
+    targets = checked.get("vpa_targets", [])
+    # One VPA per workload (a second would fight the first, and both would share one resource name).
+    checker.unique([f"{t['namespace']}/{t['kind']}/{t['name']}" for t in targets], "vpa_targets", "workload")
+    checker.unique(checked.get("vpa_resources", []), "vpa_resources", "resource")
+    hpas = checked.get("horizontal_autoscalers", [])
+    for i, body in enumerate(hpas):
+        try:
+            horizontal_resources(body)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            checker.fail(f"horizontal_autoscalers[{i}]", f"kind {body.get('kind')!r}: not an autoscaling/v2 "
+                                                         "HorizontalPodAutoscaler or a KEDA ScaledObject body")
+    conflicts = autoscaler_conflicts(hpas, vpa_bodies(checked))
+    if conflicts:
+        checker.fail("horizontal_autoscalers", conflicts[0])
+    return checked
+
+
+def vpa_targets(args: dict) -> list[vpa_objects.VpaTarget]:
+    return [vpa_objects.VpaTarget(t["namespace"], t["kind"], t["name"], t["api_version"])
+            for t in args.get("vpa_targets", [])]
+
+
+def vpa_bodies(args: dict) -> list[dict[str, Any]]:
+    """The VerticalPodAutoscalers of checked ``args``, in target order."""
+    mode, resources = args.get("vpa_mode", "Off"), tuple(args.get("vpa_resources") or vpa_objects.RESOURCES)
+    return [vpa_objects.vertical_pod_autoscaler(t, mode, resources) for t in vpa_targets(args)]
+
+
 class WorkloadAutoscaling(pulumi.ComponentResource):
     """The VPA recommender (and, for ``Initial``, its admission controller) from the pinned ``vpa`` chart, with a
     VerticalPodAutoscaler on CPU/memory for each target; never one that acts on what an HPA scales on."""
@@ -58,14 +106,11 @@ class WorkloadAutoscaling(pulumi.ComponentResource):
     """The ``vpa`` Helm release (it installs the ``autoscaling.k8s.io`` CRDs)."""
 
     def __init__(self, name: str, args: WorkloadAutoscalingArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        # Before anything is registered: bad args, or a conflicting set, build nothing.
+        args = checked_args(name, args)
         super().__init__("gpuplatform:index:WorkloadAutoscaling", name, {}, opts)
         mode = args.get("vpa_mode", "Off")
-        resources = tuple(args.get("vpa_resources") or vpa_objects.RESOURCES)
-        targets = [vpa_objects.VpaTarget(t["namespace"], t["kind"], t["name"], t["api_version"])
-                   for t in args.get("vpa_targets", [])]
-        bodies = [vpa_objects.vertical_pod_autoscaler(t, mode, resources) for t in targets]
-        # Before anything is registered: a conflicting set builds nothing.
-        check_autoscaler_conflicts(list(args.get("horizontal_autoscalers") or []), bodies)
+        targets, bodies = vpa_targets(args), vpa_bodies(args)
 
         self.release = helm_release(
             f"{name}-vpa", VPA, "vpa", args.get("namespace", vpa_objects.NAMESPACE),

@@ -1,19 +1,63 @@
 """Small helpers every Kubernetes-layer component shares: child options, metadata, Helm releases, tolerations."""
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import labels
+from .. import catalog, labels
+from ..component_args import Args, matching
+from ..errors import one_of
 from ..pools import GpuPool, GpuPoolSpec
 from ..versions import Chart
+
+# Rules several components share (Kubernetes object names, URLs).
+DNS_SUBDOMAIN = matching(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?",
+                         "a Kubernetes object name (lower-case letters, digits, '-' and '.')")
+HTTP_URL = matching(r"https?://[^\s/]+(/\S*)?", "an http(s) URL such as http://prometheus.monitoring:9090")
 
 
 def pools_of(specs: Sequence[GpuPoolSpec]) -> list[GpuPool]:
     """`GpuPool`s from the plain specs a component receives."""
     return [GpuPool.from_spec(s) for s in specs]
+
+
+def checked_cloud(checker: Args, args: Any) -> Optional[str]:
+    """The ``cloud`` of a component's args, checked before the rest so that its pools are checked against it
+    (None when absent: `Args.check` then reports it as required)."""
+    cloud = args.get("cloud") if isinstance(args, Mapping) else None
+    if cloud is not None and cloud not in catalog.CLOUDS:
+        problem = one_of(cloud, catalog.CLOUDS)
+        # Cloud names are short: a transposed letter ('aswd') is below the usual similarity cutoff.
+        near = difflib.get_close_matches(str(cloud), catalog.CLOUDS, n=1, cutoff=0.5)
+        checker.fail("cloud", problem if "did you mean" in problem or not near else f"{problem}; did you mean "
+                                                                                      f"'{near[0]}'?")
+    return cloud
+
+
+def a_cloud(cloud: str) -> str:
+    """``an AWS``, ``a GCP``: the cloud's name with its article, for errors."""
+    name = catalog.CLOUD_NAMES[cloud]
+    return f"{'an' if name[0] in 'AEIOU' or cloud == 'existing' else 'a'} {name}"
+
+
+def check_pool_set(checker: Args, pools: Sequence[GpuPoolSpec], path: str = "pools") -> None:
+    """Pools of one cluster: distinct names (each names a flavor, a priority class, a sharing config) and one
+    cloud (a component without a ``cloud`` argument takes its pools' cloud, so mixed pools cannot be honoured)."""
+    checker.unique([p["name"] for p in pools], path, "pool name")
+    for i, pool in enumerate(pools):
+        if pool["cloud"] != pools[0]["cloud"]:
+            checker.fail(f"{path}[{i}].cloud", f"pool '{pool['name']}' is {a_cloud(pool['cloud'])} pool; {path}[0] "
+                                               f"is {a_cloud(pools[0]['cloud'])} pool: one cluster's pools are on "
+                                               "one cloud")
+
+
+def refuse_unless(checker: Args, args: Mapping[str, Any], key: str, condition: bool, needs: str) -> None:
+    """Refuse ``key`` when given (not empty) but ``condition`` does not hold: it would take no effect."""
+    if args.get(key) not in (None, {}, []) and not condition:
+        checker.fail(key, f"takes effect only {needs}")
 
 
 def child_opts(

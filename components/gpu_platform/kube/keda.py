@@ -19,8 +19,9 @@ from typing import Any, Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ..component_args import DNS_LABEL, Args
 from ..versions import KEDA
-from .common import child_opts, helm_release, metadata
+from .common import child_opts, helm_release, metadata, refuse_unless
 
 DEFAULT_NAMESPACE = "keda"
 RELEASE_NAME = "keda"
@@ -48,6 +49,14 @@ class KedaOperatorArgs(TypedDict, total=False):
     """Labels on those ServiceMonitors (what the Prometheus selects on). Default none."""
 
 
+def checked_args(name: str, args: KedaOperatorArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("KedaOperator", name)
+    checked = checker.check({} if args is None else args, KedaOperatorArgs, {"namespace": DNS_LABEL})
+    refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("monitoring")), "with monitoring: true")
+    return checked
+
+
 class KedaOperator(pulumi.ComponentResource):
     """KEDA's operator, metrics server and admission webhooks, with its CRDs (``keda.sh/v1alpha1``).
 
@@ -60,8 +69,8 @@ class KedaOperator(pulumi.ComponentResource):
     # ``args`` is a plain TypedDict (pass ``{}`` for the defaults): Pulumi's schema analyzer, which serves the
     # component to other languages, cannot read an Optional args annotation.
     def __init__(self, name: str, args: KedaOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:KedaOperator", name, {}, opts)
-        args = args or {}
         self.namespace = args.get("namespace") or DEFAULT_NAMESPACE
         namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=metadata(self.namespace),
                                           opts=child_opts(self, opts))

@@ -29,12 +29,13 @@ import pulumi_random as random
 from typing_extensions import Required
 
 from .. import labels
+from ..component_args import DNS_LABEL, NON_EMPTY, PROMETHEUS_DURATION, STORAGE_QUANTITY, Args
 from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec
 from ..versions import KUBE_PROMETHEUS_STACK, PROMETHEUS_OPERATOR_API_VERSION
 from . import alerts as rules
 from . import dashboards
-from .common import child_opts, helm_release, metadata, pools_of
+from .common import DNS_SUBDOMAIN, HTTP_URL, a_cloud, check_pool_set, child_opts, helm_release, metadata, pools_of
 
 DEFAULT_NAMESPACE = "monitoring"
 RELEASE_NAME = "kube-prometheus-stack"
@@ -207,6 +208,35 @@ class GpuMonitoringArgs(TypedDict, total=False):
     """Overrides of `alerts.AlertThresholds` fields (``{"gpu_temperature_celsius": 80}``)."""
 
 
+RULES = {
+    "namespace": DNS_LABEL,
+    "retention": PROMETHEUS_DURATION,
+    "storage_size": STORAGE_QUANTITY,
+    "storage_class": DNS_SUBDOMAIN,
+    "grafana_admin_password": NON_EMPTY,
+    "inference_namespace": DNS_LABEL,
+    "runbook_base_url": HTTP_URL,
+}
+
+
+def checked_args(name: str, args: GpuMonitoringArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("GpuMonitoring", name)
+    checked = checker.check(args, GpuMonitoringArgs, RULES)
+    pools = checked["pools"]
+    check_pool_set(checker, pools)
+    for key, value in (checked.get("alert_thresholds") or {}).items():
+        try:
+            rules.AlertThresholds.from_overrides({key: value})
+        except ValueError as err:  # "alert_thresholds.<key>: <problem>"
+            checker.fail(f"alert_thresholds.{key}", str(err).split(": ", 1)[-1])
+    if checked.get("gke_managed_dcgm") and any(p["cloud"] != "gcp" for p in pools):
+        other = next(p for p in pools if p["cloud"] != "gcp")
+        checker.fail("gke_managed_dcgm", f"GKE's managed DCGM exporter runs on GKE only; pool '{other['name']}' is "
+                                         f"{a_cloud(other['cloud'])} pool")
+    return checked
+
+
 class GpuMonitoring(pulumi.ComponentResource):
     """Prometheus, Alertmanager and Grafana (kube-prometheus-stack) with the platform's GPU rules and dashboards.
 
@@ -225,9 +255,8 @@ class GpuMonitoring(pulumi.ComponentResource):
     grafana_admin_password: pulumi.Output[str]
 
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:GpuMonitoring", name, {}, opts)
-        if "pools" not in args:
-            raise ValueError("GpuMonitoring: args.pools is required")
         pools: list[GpuPool] = pools_of(args["pools"])
         thresholds = rules.AlertThresholds.from_overrides(args.get("alert_thresholds"))
         ns = args.get("namespace") or DEFAULT_NAMESPACE

@@ -11,11 +11,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import versions
+from .. import catalog, config, versions
+from ..component_args import DNS_LABEL, Args, choice
+from ..config_model import NodePoolConfig
+from ..errors import ConfigError
 from ..pools import GpuPoolSpec
 from . import nvidia_values as nv
 from . import sharing
-from .common import child_opts, helm_release, pools_of
+from .common import check_pool_set, checked_cloud, child_opts, helm_release, pools_of, refuse_unless
 
 
 class NvidiaGpuStackArgs(TypedDict, total=False):
@@ -47,6 +50,50 @@ class NvidiaGpuStackArgs(TypedDict, total=False):
     clusters no."""
 
 
+RULES = {
+    "cloud": choice(*catalog.CLOUDS),
+    "gpu_software": choice(*nv.GPU_SOFTWARE_MODES),
+    "mig_strategy": choice(*nv.MIG_STRATEGIES),
+    "namespace": DNS_LABEL,
+}
+# Clouds whose GPU images always carry the driver (`nv.host_preset` ignores ``driver_preinstalled`` there).
+DRIVER_ALWAYS_PREINSTALLED = ("aws", "oci")
+
+
+def checked_args(name: str, args: NvidiaGpuStackArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("NvidiaGpuStack", name)
+    checker = Args("NvidiaGpuStack", name, checked_cloud(checker, args))
+    checked = checker.check(args, NvidiaGpuStackArgs, RULES)
+    cloud, mode, pools = checked["cloud"], checked.get("gpu_software", "operator"), checked.get("pools", [])
+    check_pool_set(checker, pools)
+    _check_pool_software(checker, cloud, mode, pools)
+    refuse_unless(checker, checked, "mig_strategy", mode != "cloud-managed",
+                  "with gpu_software 'operator' or 'device-plugin' (the cloud partitions MIG GPUs itself)")
+    refuse_unless(checker, checked, "mig_strategy", any(p.get("sharing_mode") == "mig" for p in pools),
+                  "with a MIG pool (sharing_mode 'mig')")
+    refuse_unless(checker, checked, "driver_preinstalled", mode == "operator", "with gpu_software 'operator'")
+    if checked.get("driver_preinstalled") is False and cloud in DRIVER_ALWAYS_PREINSTALLED:
+        checker.fail("driver_preinstalled", f"{catalog.CLOUD_NAMES[cloud]} GPU node images always carry the NVIDIA "
+                                            "driver; the GPU Operator does not install one there")
+    refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("monitoring")), "with monitoring: true")
+    return checked
+
+
+def _check_pool_software(checker: Args, cloud: str, mode: str, pools: list[GpuPoolSpec]) -> None:
+    """The stack file's rule: sharing modes the chosen GPU software can deliver on this cloud (errors renamed to
+    this component's argument names)."""
+    # The rule reads only each pool's sharing: a stand-in nodePools entry carries it.
+    stand_ins = [NodePoolConfig(name=pool.name, instance_type=pool.instance_type, sharing=pool.sharing)
+                 for pool in pools_of(pools)]
+    try:
+        config._check_pool_software(cloud, mode, stand_ins)
+    except ConfigError as err:
+        path = err.path.replace("nodePools", "pools").replace("gpuSoftware", "gpu_software")
+        checker.fail(path.replace("sharing.mode", "sharing_mode").replace("sharing.replicas", "sharing_replicas"),
+                     err.problem.replace("gpuSoftware", "gpu_software").replace("nodePools", "pools"))
+
+
 class NvidiaGpuStack(pulumi.ComponentResource):
     """The GPU Operator or the device plugin with GFD and NFD, GPU sharing configs, DCGM exporter and HAMi."""
 
@@ -56,14 +103,11 @@ class NvidiaGpuStack(pulumi.ComponentResource):
     """Name of the sharing ConfigMap, empty without time-slicing/MPS pools."""
 
     def __init__(self, name: str, args: NvidiaGpuStackArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:NvidiaGpuStack", name, {}, opts)
         cloud = args["cloud"]
         mode = args.get("gpu_software", "operator")
-        if mode not in nv.GPU_SOFTWARE_MODES:
-            raise ValueError(f"gpu_software must be one of {', '.join(nv.GPU_SOFTWARE_MODES)}, got {mode!r}")
         mig_strategy = args.get("mig_strategy", "single")
-        if mig_strategy not in nv.MIG_STRATEGIES:
-            raise ValueError(f"mig_strategy must be single or mixed, got {mig_strategy!r}")
         pools = pools_of(args.get("pools", []))
         ns = args.get("namespace", nv.DEFAULT_NAMESPACE)
         monitoring = bool(args.get("monitoring", False))

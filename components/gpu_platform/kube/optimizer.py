@@ -6,9 +6,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import versions
+from .. import config, versions
+from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, between, choice
 from ..pools import GpuPoolSpec
-from .common import child_opts, metadata, pools_of
+from .common import HTTP_URL, check_pool_set, child_opts, metadata, pools_of
 from .optimizer_objects import egress_rules, optimizer_args, policy_for, policy_yaml, rbac_rules
 
 APP_LABELS = {"app.kubernetes.io/name": "gpu-optimizer", "app.kubernetes.io/part-of": "gpu-platform"}
@@ -37,12 +38,32 @@ class GpuOptimizerArgs(TypedDict, total=False):
     """Image running ``gpu-platform optimize``. Default the platform image of `versions.PLATFORM_IMAGE`."""
 
 
+RULES = {
+    "prometheus_url": HTTP_URL,
+    "prometheus_namespace": DNS_LABEL,
+    "namespace": DNS_LABEL,
+    "action": choice(*config.OPTIMIZER_ACTIONS),
+    "schedule": CRON,
+    "utilization_threshold": between(0, 100),
+    "image": NON_EMPTY,
+}
+
+
+def checked_args(name: str, args: GpuOptimizerArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("GpuOptimizer", name)
+    checked = checker.check(args, GpuOptimizerArgs, RULES)
+    check_pool_set(checker, checked.get("pools", []))
+    return checked
+
+
 class GpuOptimizer(pulumi.ComponentResource):
     """CronJob running ``gpu-platform optimize``, its policy ConfigMap, ServiceAccount, RBAC and NetworkPolicy."""
 
     namespace: pulumi.Output[str]
 
     def __init__(self, name: str, args: GpuOptimizerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:GpuOptimizer", name, {}, opts)
         ns_name = args.get("namespace", "gpu-optimizer")
         action = args.get("action", "report")

@@ -11,10 +11,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import labels, versions
+from .. import catalog, labels, versions
+from ..component_args import DNS_LABEL, Args, choice
 from ..pools import GpuPoolSpec
 from . import rdma_specs as specs
-from .common import child_opts, helm_release, metadata, pools_of
+from .common import check_pool_set, checked_cloud, child_opts, helm_release, metadata, pools_of
 
 
 class RdmaStackArgs(TypedDict, total=False):
@@ -33,6 +34,18 @@ class RdmaStackArgs(TypedDict, total=False):
     false."""
 
 
+RULES = {"cloud": choice(*catalog.CLOUDS), "namespace": DNS_LABEL}
+
+
+def checked_args(name: str, args: RdmaStackArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("RdmaStack", name)
+    checker = Args("RdmaStack", name, checked_cloud(checker, args))
+    checked = checker.check(args, RdmaStackArgs, RULES)
+    check_pool_set(checker, checked.get("pools", []))
+    return checked
+
+
 class RdmaStack(pulumi.ComponentResource):
     """EFA device plugin on EFA pools; NVIDIA Network Operator + RDMA shared device plugin on IB/RoCE pools."""
 
@@ -40,6 +53,7 @@ class RdmaStack(pulumi.ComponentResource):
     """Per RDMA pool: the extended-resource limits and pod annotations a training pod adds."""
 
     def __init__(self, name: str, args: RdmaStackArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:RdmaStack", name, {}, opts)
         cloud = args["cloud"]
         pools = pools_of(args.get("pools", []))

@@ -26,12 +26,13 @@ from typing import Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import versions
+from .. import config, priorities, versions
+from ..component_args import Args, choice
 from ..pools import GpuPoolSpec
 from . import kueue_objects, priority_objects
-from .common import child_opts, helm_release, pools_of
+from .common import check_pool_set, child_opts, helm_release, pools_of
 from .custom_object import KubernetesObject
-from .teams import TeamSpec, team_of
+from .teams import TeamSpec, check_team, team_of, team_rules
 
 
 class SchedulingPolicyArgs(TypedDict, total=False):
@@ -51,6 +52,31 @@ class SchedulingPolicyArgs(TypedDict, total=False):
     """Let the Kueue chart create its ServiceMonitor (needs the Prometheus Operator CRDs). Default: false."""
 
 
+RULES = {
+    **team_rules("teams[]"),
+    "default_priority_class": choice(*(t.name for t in priorities.TIERS)),
+}
+
+
+def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("SchedulingPolicy", name)
+    checked = checker.check(args, SchedulingPolicyArgs, RULES)
+    pools, teams = checked.get("pools", []), checked.get("teams", [])
+    check_pool_set(checker, pools)
+    checker.unique([t["name"] for t in teams], "teams", "team name")
+    for i, team in enumerate(teams):
+        check_team(checker, team, f"teams[{i}]")
+    if checked.get("kueue", True):
+        for i, pool in enumerate(pools_of(pools)):
+            # Kueue's ResourceFlavor takes at most this many tolerations (the stack file's rule too).
+            if len(pool.tolerations) > config.MAX_POOL_TAINTS:
+                checker.fail(f"pools[{i}].taints", f"the pool's nodes would carry {len(pool.tolerations)} taints "
+                                                   f"(the GPU taint included); a Kueue flavor tolerates at most "
+                                                   f"{config.MAX_POOL_TAINTS}")
+    return checked
+
+
 class SchedulingPolicy(pulumi.ComponentResource):
     """Priority classes and Kueue queues derived from the GPU pools and the teams."""
 
@@ -58,6 +84,7 @@ class SchedulingPolicy(pulumi.ComponentResource):
     release: Optional[k8s.helm.v3.Release]
 
     def __init__(self, name: str, args: SchedulingPolicyArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:SchedulingPolicy", name, {}, opts)
         pools = pools_of(args.get("pools", []))
         teams = [team_of(t) for t in args.get("teams", [])]

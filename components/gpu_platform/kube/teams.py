@@ -1,14 +1,17 @@
 """`TeamSpec`: a team as plain values, the form the scheduling and tenancy components take in their args."""
 
-from typing import Optional, TypedDict
+from typing import Any, Optional, TypedDict
 
+from typing_extensions import Required
+
+from ..component_args import DNS_LABEL, Args, Rule, at_least
 from ..config_model import TeamConfig
 
 
 class TeamSpec(TypedDict, total=False):
     """One team: a namespace with a GPU quota and a Kueue ClusterQueue."""
 
-    name: str
+    name: Required[str]
     """DNS label; the namespace name and the ClusterQueue name."""
     gpu_quota: int
     """``nvidia.com/gpu`` the team may request in total."""
@@ -22,6 +25,19 @@ class TeamSpec(TypedDict, total=False):
     """GPUs the team may borrow from the cohort on each flavor (None: no limit)."""
     lending_limit: Optional[int]
     """GPUs of the team's quota the cohort may borrow, over all flavors (None: all of it)."""
+
+
+def team_rules(path: str) -> dict[str, Rule]:
+    """The stack file's ``teams[]`` rules for a `TeamSpec` at ``path`` (``team``, ``teams[]``)."""
+    return {f"{path}.name": DNS_LABEL, **{f"{path}.{key}": at_least(0) for key in (
+        "gpu_quota", "cpu_quota", "memory_quota_gib", "borrowing_limit", "lending_limit")}}
+
+
+def check_team(checker: Args, team: dict[str, Any], path: str) -> None:
+    """Cross-field rule of a checked `TeamSpec`: the cohort cannot borrow more GPUs than the team has."""
+    lending, quota = team.get("lending_limit"), team.get("gpu_quota", 0)
+    if lending is not None and lending > quota:
+        checker.fail(f"{path}.lending_limit", f"cannot exceed gpu_quota ({quota}), got {lending}")
 
 
 def team_spec(team: TeamConfig) -> TeamSpec:

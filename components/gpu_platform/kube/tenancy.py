@@ -6,10 +6,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
+from ..component_args import DNS_LABEL, Args, choice
 from . import kueue_objects, tenancy_objects
-from .common import child_opts
+from .common import DNS_SUBDOMAIN, child_opts
 from .custom_object import KubernetesObject
-from .teams import TeamSpec, team_of
+from .teams import TeamSpec, check_team, team_of, team_rules
 
 
 class TeamNamespaceArgs(TypedDict, total=False):
@@ -27,6 +28,23 @@ class TeamNamespaceArgs(TypedDict, total=False):
     """Namespaces of ingress controllers allowed to reach the team's pods. Default: ``["ingress-nginx"]``."""
 
 
+RULES = {
+    **team_rules("team"),
+    "cluster_queue": DNS_SUBDOMAIN,
+    "pod_security": choice(*tenancy_objects.POD_SECURITY_LEVELS),
+    "monitoring_namespace": DNS_LABEL,
+    "ingress_namespaces[]": DNS_LABEL,
+}
+
+
+def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("TeamNamespace", name)
+    checked = checker.check(args, TeamNamespaceArgs, RULES)
+    check_team(checker, checked["team"], "team")
+    return checked
+
+
 class TeamNamespace(pulumi.ComponentResource):
     """A team's namespace: Pod Security labels, GPU/CPU/memory quota, default requests, edit RBAC for the team's
     group, ingress isolation and the LocalQueue its jobs submit to."""
@@ -36,11 +54,10 @@ class TeamNamespace(pulumi.ComponentResource):
     namespace_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: TeamNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:TeamNamespace", name, {}, opts)
         team = team_of(args["team"])
         level = args.get("pod_security", tenancy_objects.DEFAULT_POD_SECURITY)
-        if level not in tenancy_objects.POD_SECURITY_LEVELS:
-            raise ValueError(f"pod_security must be one of {', '.join(tenancy_objects.POD_SECURITY_LEVELS)}")
 
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns", metadata=tenancy_objects.namespace(team, level)["metadata"], opts=child_opts(self, opts))

@@ -7,10 +7,12 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import versions
+from ..component_args import CRON, DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, at_least
+from ..errors import one_of
 from ..pools import GpuPool, GpuPoolSpec
 from ..priorities import HIGH, MEDIUM
-from . import training_objects
-from .common import child_opts
+from . import kueue_objects, training_objects
+from .common import DNS_SUBDOMAIN, child_opts
 
 
 class TrainingWorkloadArgs(TypedDict, total=False):
@@ -40,6 +42,41 @@ class TrainingWorkloadArgs(TypedDict, total=False):
     """StorageClass of the checkpoint volume, one offering ReadWriteMany. Default: the cluster's default class."""
 
 
+RULES = {
+    "namespace": DNS_LABEL,
+    "gpu_quota": at_least(1),
+    "local_queue": DNS_SUBDOMAIN,
+    "image": NON_EMPTY,
+    "job_priority_class": DNS_SUBDOMAIN,
+    "retrain_priority_class": DNS_SUBDOMAIN,
+    "schedule": CRON,
+    "checkpoint_size": STORAGE_QUANTITY,
+    "checkpoint_storage_class": DNS_SUBDOMAIN,
+}
+
+
+def checked_args(name: str, args: TrainingWorkloadArgs) -> dict:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("TrainingWorkload", name)
+    checked = checker.check(args, TrainingWorkloadArgs, RULES)
+    if "gpu_quota" not in checked:
+        # The job is sized to the quota: without one there is nothing to size it to.
+        checker.fail("gpu_quota", "is required (the job is sized to fit the team's GPU quota)")
+    level = checked.get("topology_level")
+    if level is not None:
+        # Kueue packs the ranks only on a topology-aware flavor, into a level its Topology defines.
+        pool = GpuPool.from_spec(checked["pool"])
+        levels = kueue_objects.topology_levels(pool.cloud)
+        if not checked.get("local_queue"):
+            checker.fail("topology_level", "takes effect only with local_queue (Kueue places the ranks)")
+        if not kueue_objects.topology_aware(pool):
+            checker.fail("topology_level", f"pool '{pool.name}' has no topology-aware Kueue flavor (only fixed-size "
+                                           "RDMA pools do)")
+        if level not in levels:
+            checker.fail("topology_level", one_of(level, levels))
+    return checked
+
+
 class TrainingWorkload(pulumi.ComponentResource):
     """An indexed, gang-admitted PyTorch DDP Job on a GPU pool (with RDMA NICs on RDMA pools), a CronJob that
     retrains on a schedule at high priority, and a checkpoint volume that outlives ``pulumi destroy``."""
@@ -49,11 +86,11 @@ class TrainingWorkload(pulumi.ComponentResource):
     checkpoint_claim: k8s.core.v1.PersistentVolumeClaim
 
     def __init__(self, name: str, args: TrainingWorkloadArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:TrainingWorkload", name, {}, opts)
         pool = GpuPool.from_spec(args["pool"])
-        sizing = training_objects.size(pool, int(args.get("gpu_quota", 0)))
-        if sizing is None:
-            raise ValueError(f"namespace {args['namespace']} has no GPU quota to run the training job in")
+        sizing = training_objects.size(pool, args["gpu_quota"])
+        assert sizing is not None  # gpu_quota >= 1 was checked
         plan = training_objects.TrainingPlan(
             namespace=args["namespace"], pool=pool, nodes=sizing[0], gpus_per_pod=sizing[1],
             image=args.get("image", versions.TRAINING_IMAGE), local_queue=args.get("local_queue"),

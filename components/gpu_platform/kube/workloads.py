@@ -25,10 +25,22 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
+from .. import config as stack_config
+from ..component_args import (
+    CPU_QUANTITY,
+    DNS_LABEL,
+    MEMORY_QUANTITY,
+    NON_EMPTY,
+    STORAGE_QUANTITY,
+    Args,
+    at_least,
+    choice,
+    matching,
+)
 from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from . import inference_objects as objects
-from .common import child_opts
+from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless
 
 
 class InferenceServiceArgs(TypedDict, total=False):
@@ -89,27 +101,60 @@ class InferenceServiceArgs(TypedDict, total=False):
     """Labels on the ServiceMonitor (what the Prometheus selects on). Default none."""
 
 
-def _quantity(value: Optional[str], what: str) -> Optional[str]:
-    if value is not None and not re.fullmatch(r"[1-9]\d*(Mi|Gi|Ti)", value):
-        raise ValueError(f"InferenceService: {what} '{value}' is not a storage quantity such as 20Gi")
-    return value
+RULES = {
+    "namespace": DNS_LABEL,
+    "name": DNS_LABEL,
+    "image": NON_EMPTY,
+    # Empty: the model baked into the image (what the stack file's default passes).
+    "model_id": matching(f"({stack_config.MODEL_ID.pattern.strip('^$')})?", "a Hugging Face model id such as org/name"),
+    "min_replicas": at_least(1),
+    "max_replicas": at_least(1),
+    "max_batch_size": at_least(1),
+    "max_wait_ms": at_least(0),
+    "max_queue": at_least(1),
+    "autoscaler": choice(*objects.AUTOSCALERS),
+    "prometheus_url": HTTP_URL,
+    "target_queue_depth": at_least(1),
+    "cpu_utilization": at_least(1),
+    "cpu_request": CPU_QUANTITY,
+    "memory_request": MEMORY_QUANTITY,
+    "ingress_host": matching(stack_config.HOST_NAME.pattern.strip("^$"), "a DNS host name"),
+    "ingress_class": DNS_SUBDOMAIN,
+    "ingress_namespace": DNS_LABEL,
+    "model_cache_size": STORAGE_QUANTITY,
+    "model_cache_storage_class": DNS_SUBDOMAIN,
+    "model_cache_access_mode": choice(*objects.MODEL_CACHE_ACCESS_MODES),
+    "monitoring_namespace": DNS_LABEL,
+}
 
 
-def spec_from_args(args: InferenceServiceArgs) -> objects.InferenceSpec:
-    """The `InferenceSpec` the component's objects are decided from (plain values, checked)."""
-    if "pool" not in args:
-        raise ValueError("InferenceService: args.pool is required")
-    defaults = objects.InferenceSpec(pool=GpuPool.from_spec(args["pool"]))
-    given = {k: v for k, v in args.items() if k not in ("pool", "create_namespace", "service_monitor")}
-    if not args.get("service_monitor"):
-        given.pop("service_monitor_labels", None)
-    _quantity(given.get("model_cache_size"), "model_cache_size")
-    fields = {**{f: getattr(defaults, f) for f in objects.InferenceSpec.__dataclass_fields__}, **given}
-    for key, value in fields.items():  # other Pulumi languages send numbers as floats
-        if isinstance(getattr(defaults, key), int) and isinstance(value, float):
-            fields[key] = int(value)
-    fields["service_monitor_labels"] = dict(fields["service_monitor_labels"])
-    return objects.InferenceSpec(**fields)
+def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
+    """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
+    checker = Args("InferenceService", name)
+    checked = checker.check(args, InferenceServiceArgs, RULES)
+    low, high = checked.get("min_replicas", 1), checked.get("max_replicas", max(4, checked.get("min_replicas", 1)))
+    if high < low:
+        checker.fail("max_replicas", f"must be >= min_replicas ({low}), got {high}")
+    # Arguments that would configure an object this service does not create.
+    cache = bool(checked.get("model_cache_size"))
+    refuse_unless(checker, checked, "model_cache_storage_class", cache, "with model_cache_size (the cache volume)")
+    refuse_unless(checker, checked, "model_cache_access_mode", cache, "with model_cache_size (the cache volume)")
+    refuse_unless(checker, checked, "ingress_class", bool(checked.get("ingress_host")), "with ingress_host (the "
+                  "Ingress)")
+    refuse_unless(checker, checked, "cpu_utilization", checked.get("autoscaler") != "none", "with an autoscaler")
+    refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("service_monitor")),
+                  "with service_monitor: true")
+    return checked
+
+
+def spec_from_args(args: InferenceServiceArgs, name: str = "inference") -> objects.InferenceSpec:
+    """The `InferenceSpec` the component's objects are decided from (``args`` checked, as component ``name``)."""
+    checked = checked_args(name, args)
+    given = {k: v for k, v in checked.items() if k not in ("pool", "create_namespace", "service_monitor")}
+    if "max_replicas" not in given:
+        # The default maximum never falls below the minimum.
+        given["max_replicas"] = max(objects.InferenceSpec.max_replicas, given.get("min_replicas", 1))
+    return objects.InferenceSpec(pool=GpuPool.from_spec(checked["pool"]), **given)
 
 
 def chosen_pool(config: PlatformConfig, pools: list[GpuPool]) -> Optional[GpuPool]:
@@ -169,8 +214,8 @@ class InferenceService(pulumi.ComponentResource):
     gpu_share: str
 
     def __init__(self, name: str, args: InferenceServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        spec = spec_from_args(args, name)  # checked before anything is registered
         super().__init__("gpuplatform:index:InferenceService", name, {}, opts)
-        spec = spec_from_args(args)
         self.spec = spec
         self.namespace = spec.namespace
         self.url = f"http://{spec.name}.{spec.namespace}.svc.cluster.local"
