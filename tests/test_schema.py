@@ -239,14 +239,29 @@ def test_scheduling_policy_from_another_language(component_provider):
 
 
 def test_existing_nodes_and_nvidia_stack_from_another_language(component_provider):
-    rec, state = _construct(component_provider, "ExistingGpuNodes", {"pool": H100_POOL, "nodes": ["dgx-01"]})
-    patch = rec.one("kubernetes:core/v1:NodePatch").inputs
+    rec, state = _construct(component_provider, "ExistingGpuNodes",
+                            {"pool": H100_POOL, "nodes": ["dgx-01", "dgx-02"]})
+    patch = rec.one("kubernetes:core/v1:NodePatch", "x-dgx-01").inputs
     assert patch["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     assert patch["metadata"]["labels"]["gpu-platform.io/rdma"] == "infiniband"
     rec, _ = _construct(component_provider, "NvidiaGpuStack",
                         {"cloud": "existing", "gpuSoftware": "operator", "pools": [H100_POOL, L4_POOL]})
     config_map = rec.one("kubernetes:core/v1:ConfigMap").inputs["data"]
     assert "replicas: 4" in config_map["l4"]  # time-slicing replicas arrive as 4.0 and stay an integer
+
+
+def test_other_languages_get_the_same_one_line_errors(component_provider):
+    """Through the provider's construct path (what a TypeScript or Go program reaches), a bad input fails with
+    the same line a Python program gets."""
+    from pulumi.provider.server import ComponentInitError
+
+    with pytest.raises(ComponentInitError, match=re.escape("ExistingGpuNodes x: nodes: lists 1 nodes but "
+                                                           "pool.min_nodes is 2")):
+        _construct(component_provider, "ExistingGpuNodes", {"pool": H100_POOL, "nodes": ["dgx-01"]})
+    with pytest.raises(ComponentInitError, match=re.escape("pool 'h100' is an existing-cluster pool; "
+                                                           "NvidiaGpuStack takes AWS pools")):
+        _construct(component_provider, "NvidiaGpuStack", {"cloud": "aws", "gpuSoftware": "operator",
+                                                          "pools": [H100_POOL]})
 
 
 def test_yaml_program_example_matches_the_schema(schema):
