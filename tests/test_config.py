@@ -70,7 +70,7 @@ def test_oci_requires_compartment():
 
 
 def test_existing_cluster_needs_gpu_model_not_region():
-    config = parse_config({"cloud": "existing", "nodePools": [
+    config = parse_config({"cloud": "existing", "networkPolicyEnforced": True, "nodePools": [
         {"name": "onprem", "gpuModel": "h100", "gpusPerNode": 8, "nodes": ["n1"]}]}, "s")
     assert config.gpu_software == "operator"
     assert config.gpu_pools()[0].gpus_per_node == 8

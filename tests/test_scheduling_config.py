@@ -9,7 +9,7 @@ POOL = {"name": "train", "gpuModel": "h100", "gpusPerNode": 8, "minNodes": 2, "m
 
 
 def existing(**changes):
-    return {"cloud": "existing", "nodePools": [dict(POOL)], **changes}
+    return {"cloud": "existing", "networkPolicyEnforced": True, "nodePools": [dict(POOL)], **changes}
 
 
 def test_defaults():

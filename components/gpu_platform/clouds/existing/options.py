@@ -1,5 +1,8 @@
 """Configuration keys of an existing cluster (``cloud: existing``), parsed without any SDK.
 
+Cluster keys: ``kubeconfig``, ``context``, ``networkPolicyEnforced`` (whether the cluster enforces NetworkPolicies;
+default false, and then a stack isolated by NetworkPolicies is refused).
+
 Pool keys: ``nodes`` (the `ExistingGpuNodes` argument, `pool_args`), ``rdmaFabric`` and ``rdmaInterfaces`` (they
 become the pool's ``rdma_fabric`` and ``rdma_interfaces``).
 """
@@ -10,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ... import catalog
-from ...config import ConfigError, join, read_enum, read_int, read_list, read_str
+from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
+from ...isolation import unenforced_problem
 
-CLUSTER_KEYS = {"kubeconfig", "context"}
+CLUSTER_KEYS = {"kubeconfig", "context", "networkPolicyEnforced"}
 POOL_KEYS = {"nodes", "rdmaFabric", "rdmaInterfaces"}
 EXISTING_FABRICS = (catalog.INFINIBAND, catalog.ROCE)
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -46,6 +50,10 @@ class ExistingClusterOptions:
     """Kubeconfig text or a path to it (a secret). Default: the ambient kubeconfig (``KUBECONFIG``/``~/.kube``)."""
     context: Optional[str] = None
     """Kubeconfig context to use."""
+    network_policy_enforced: bool = False
+    """``networkPolicyEnforced``: the cluster runs a NetworkPolicy engine (Calico, Cilium, ...). The platform cannot
+    see that offline, so the stack states it; while false, a stack whose teams, monitoring, inference or optimizer
+    are isolated by NetworkPolicies is refused (see `isolation.unenforced_problem`)."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +69,12 @@ class ExistingPoolOptions:
 
 
 def parse_cluster_options(raw: Mapping, config: Any) -> ExistingClusterOptions:
+    enforced = read_bool(raw, "networkPolicyEnforced", "", False)
+    problem = unenforced_problem(config, enforced)
+    if problem:
+        raise ConfigError("networkPolicyEnforced", problem)
     return ExistingClusterOptions(kubeconfig=read_str(raw, "kubeconfig", "", None),
-                                  context=read_str(raw, "context", "", None))
+                                  context=read_str(raw, "context", "", None), network_policy_enforced=enforced)
 
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> ExistingPoolOptions:
