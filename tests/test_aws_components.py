@@ -222,9 +222,9 @@ def test_node_role_policies(dev):
     rec, _ = dev
     arns = sorted(r.inputs["policyArn"] for r in rec.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
                   if r.name.startswith("gpu-node-role"))
+    # No AmazonEKS_CNI_Policy: the VPC CNI has its own role (tests/test_aws_security.py).
     assert arns == [f"arn:aws:iam::aws:policy/{p}" for p in sorted(
-        ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKS_CNI_Policy",
-         "AmazonSSMManagedInstanceCore"])]
+        ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"])]
 
 
 def test_efa_pool_pinned_to_one_zone_inference_pool_everywhere(dev):

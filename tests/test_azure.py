@@ -154,10 +154,18 @@ def test_managed_cluster_inputs(operator_stack):
         f"/subscriptions/{AZURE_SUBSCRIPTION_ID}/resourceGroups/dev-rg/providers/"
         "Microsoft.ManagedIdentity/userAssignedIdentities/dev-identity"]}
     assert inputs["oidcIssuerProfile"] == {"enabled": True}
-    assert inputs["securityProfile"] == {"workloadIdentity": {"enabled": True}}
+    assert inputs["securityProfile"] == {
+        "workloadIdentity": {"enabled": True},
+        "azureKeyVaultKms": {"enabled": True, "keyVaultNetworkAccess": "Public",
+                             "keyId": "https://kvdevb71413b5.vault.azure.net/keys/aks-kms/"
+                                      "0123456789abcdef0123456789abcdef"}}
     assert inputs["networkProfile"] == {
-        "networkPlugin": "azure", "networkPluginMode": "overlay", "podCidr": "10.244.0.0/16",
-        "serviceCidr": "10.0.0.0/16", "dnsServiceIP": "10.0.0.10", "loadBalancerSku": "standard"}
+        "networkPlugin": "azure", "networkPluginMode": "overlay", "networkDataplane": "cilium",
+        "networkPolicy": "cilium", "podCidr": "10.244.0.0/16", "serviceCidr": "10.0.0.0/16",
+        "dnsServiceIP": "10.0.0.10", "loadBalancerSku": "standard"}
+    assert inputs["aadProfile"] == {"managed": True, "enableAzureRBAC": True}
+    assert inputs["disableLocalAccounts"] is True
+    assert inputs["apiServerAccessProfile"] == {"enablePrivateCluster": True}
     assert inputs["kubernetesVersion"] == "1.34" and inputs["location"] == "westeurope"
     assert inputs["dnsPrefix"] == "dev" and inputs["enableRBAC"] is True
     assert inputs["sku"] == {"name": "Base", "tier": "Standard"}
@@ -166,13 +174,14 @@ def test_managed_cluster_inputs(operator_stack):
     assert (system[0]["vmSize"], system[0]["minCount"], system[0]["maxCount"]) == ("Standard_D4ds_v5", 2, 3)
     assert "nodeTaints" not in system[0]  # platform services run on the System pool
     role = rec.one("azure-native:authorization:RoleAssignment", "dev-subnet-network-contributor")
-    assert role.urn in cluster.dependencies and identity.urn in cluster.dependencies
+    kms_role = rec.one("azure-native:authorization:RoleAssignment", "dev-kms-crypto-user")
+    assert {role.urn, kms_role.urn, identity.urn} <= set(cluster.dependencies)
     assert cluster.ignore_changes == ["agentPoolProfiles[0].count"]
 
 
 def test_network_contributor_on_the_node_subnet(operator_stack):
     rec, _ = operator_stack
-    role = rec.one("azure-native:authorization:RoleAssignment").inputs
+    role = rec.one("azure-native:authorization:RoleAssignment", "dev-subnet-network-contributor").inputs
     assert role["roleDefinitionId"] == (f"/subscriptions/{AZURE_SUBSCRIPTION_ID}/providers/Microsoft.Authorization/"
                                         "roleDefinitions/4d97b98b-1d4f-4787-a291-c67834d212e7")
     assert role["scope"].endswith("/virtualNetworks/dev-vnet/subnets/dev-nodes")
@@ -234,7 +243,8 @@ def test_existing_group_and_subnet_are_used_as_given():
     cluster = rec.one(MANAGED_CLUSTER).inputs
     assert cluster["resourceName"] == "aks-gpu" and cluster["resourceGroupName"] == "rg-platform"
     assert cluster["agentPoolProfiles"][0]["vnetSubnetID"] == EXISTING_SUBNET
-    assert rec.one("azure-native:authorization:RoleAssignment").inputs["scope"] == EXISTING_SUBNET
+    assert rec.one("azure-native:authorization:RoleAssignment", "dev-subnet-network-contributor").inputs[
+        "scope"] == EXISTING_SUBNET
 
 
 def test_infiniband_registration_can_be_left_to_the_subscription_owner():

@@ -95,7 +95,8 @@ def test_cluster_is_vpc_native_dataplane_v2_workload_identity_with_dcgm(l4_time_
     assert cluster["releaseChannel"] == {"channel": "REGULAR"}
     assert cluster["minMasterVersion"] == "1.34"
     assert cluster["removeDefaultNodePool"] is True
-    assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    # No apiAllowedCidrs: no public endpoint (tests/test_gcp_security.py has the rest of the control plane).
+    assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}
     assert cluster["monitoringConfig"] == {"enableComponents": ["SYSTEM_COMPONENTS", "DCGM"],
                                            "managedPrometheus": {"enabled": True}}
     assert "enableMultiNetworking" not in cluster
@@ -276,7 +277,8 @@ def test_existing_network_and_zonal_cluster():
         "shared-vpc", "gke-nodes", f"{REGION}-a")
     assert cluster["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "gke-pods",
                                              "servicesSecondaryRangeName": "gke-svc"}
-    assert "privateClusterConfig" not in cluster
+    # Public nodes, but the API still has no public endpoint.
+    assert cluster["privateClusterConfig"] == {"enablePrivateNodes": False, "enablePrivateEndpoint": True}
     pool = node_pool(recording, "infer").inputs
     assert (pool["nodeLocations"], pool["initialNodeCount"]) == ([f"{REGION}-a"], 2)
     assert pool["nodeConfig"]["serviceAccount"] == "gke@gpu-dev-1.iam.gserviceaccount.com"

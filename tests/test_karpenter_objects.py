@@ -178,7 +178,7 @@ def test_al2023_node_class_exact_body():
             "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {
                 "volumeSize": "200Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}}],
             "metadataOptions": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
-                                "httpPutResponseHopLimit": 2, "httpTokens": "required"},
+                                "httpPutResponseHopLimit": 1, "httpTokens": "required"},
             "tags": {"team": "ml"},
         },
     }
@@ -239,7 +239,7 @@ def test_split_keeps_the_minimum_on_a_node_group_and_the_rest_on_karpenter(min_n
 
 def test_chart_values_exact_and_every_key_in_the_pinned_chart():
     values = ko.chart_values("gpu", "https://ABC.gr7.us-west-2.eks.amazonaws.com", "gpu-interruptions",
-                             "gpu-system-1a2b", ko.controller_replicas(3))
+                             "gpu-system-1a2b", ko.controller_replicas(3), "us-west-2")
     assert values == {
         "settings": {"clusterName": "gpu", "clusterEndpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
                      "interruptionQueue": "gpu-interruptions"},
@@ -247,7 +247,9 @@ def test_chart_values_exact_and_every_key_in_the_pinned_chart():
         "replicas": 2,
         "nodeSelector": {"kubernetes.io/os": "linux", "eks.amazonaws.com/nodegroup": "gpu-system-1a2b"},
         "controller": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                                     "limits": {"cpu": "1", "memory": "1Gi"}}},
+                                     "limits": {"cpu": "1", "memory": "1Gi"}},
+                       # Its region without IMDS, which the pod cannot reach (hop limit 1).
+                       "env": [{"name": "AWS_REGION", "value": "us-west-2"}]},
     }
     keys = {}
     text = (KEYS / f"karpenter-{versions.KARPENTER.version}.keys").read_text()

@@ -520,6 +520,11 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     if cloud not in catalog.CLOUDS:
         raise ConfigError("cloud", one_of(cloud, catalog.CLOUDS))
     options = options_module(cloud)
+    if cloud != "existing":
+        # Imported here: control_plane reads values with this module's helpers.
+        from .control_plane import refuse_renamed
+
+        refuse_renamed(raw)  # before the unknown-key check, so an old key names the key that replaced it
     check_keys(raw, TOP_LEVEL_KEYS | set(getattr(options, "CLUSTER_KEYS", set())), "")
     region = read_str(raw, "region", "", "", required=cloud != "existing")
     compartment = read_str(raw, "compartmentId", "", "", required=cloud == "oci")

@@ -82,6 +82,9 @@ def sample_kubeconfig(cluster: str, server: str = "https://127.0.0.1:6443") -> s
     })
 
 
+GCP_PROJECT_NUMBER = "123456789012"
+"""The number the mocks give every GCP project (``gcp.organizations.get_project``)."""
+
 AZURE_SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000003"
 AZURE_TENANT_ID = "00000000-0000-0000-0000-000000000004"
 
@@ -138,6 +141,7 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
                                                                   f":launch-template/lt-{n}"},
     "aws:ec2/vpc:Vpc": _aws_arn("ec2", "vpc"),
     "aws:ec2/subnet:Subnet": _aws_arn("ec2", "subnet"),
+    "aws:kms/key:Key": _aws_arn("kms", "key"),
     "aws:ec2/securityGroup:SecurityGroup": _aws_arn("ec2", "security-group"),
     "aws:ec2/placementGroup:PlacementGroup": lambda n, i: {
         **_aws_arn("ec2", "placement-group")(n, i), "name": i.get("name", n), "placementGroupId": f"pg-{n}"},
@@ -181,6 +185,18 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
         "id": _arm_id(i.get("resourceGroupName"), "Microsoft.ContainerService/managedClusters",
                       f"{i.get('resourceName')}/agentPools/{i.get('agentPoolName', n)}"),
         "provisioningState": "Succeeded", "nodeImageVersion": "AKSUbuntu-2204gen2containerd-202611.01.0"},
+    "azure-native:keyvault:Vault": lambda n, i: {
+        "name": i.get("vaultName", n),
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.KeyVault/vaults", i.get("vaultName", n)),
+        "properties": {**(i.get("properties") or {}), "vaultUri": f"https://{i.get('vaultName', n)}.vault.azure.net/"}},
+    "azure-native:keyvault:Key": lambda n, i: {
+        "name": i.get("keyName", n),
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.KeyVault/vaults",
+                      f"{i.get('vaultName')}/keys/{i.get('keyName', n)}"),
+        "keyUri": f"https://{i.get('vaultName')}.vault.azure.net/keys/{i.get('keyName', n)}",
+        # Key Vault versions are 32 hex characters; a fixed one keeps plans deterministic.
+        "keyUriWithVersion": f"https://{i.get('vaultName')}.vault.azure.net/keys/{i.get('keyName', n)}/"
+                             "0123456789abcdef0123456789abcdef"},
     "azure-native:features:SubscriptionFeatureRegistration": lambda n, i: {
         "name": i.get("featureName", n),
         "id": f"/subscriptions/{AZURE_SUBSCRIPTION_ID}/providers/Microsoft.Features/featureProviders/"
@@ -275,6 +291,9 @@ CALLS: dict[str, Callable[[dict], dict]] = {
         "subscriptionId": AZURE_SUBSCRIPTION_ID, "tenantId": AZURE_TENANT_ID},
     "gcp:organizations/getClientConfig:getClientConfig": lambda a: {
         "accessToken": "mock", "project": "mock-project", "region": "us-central1", "zone": "us-central1-a"},
+    "gcp:organizations/getProject:getProject": lambda a: {
+        "projectId": a.get("projectId") or "mock-project", "number": GCP_PROJECT_NUMBER,
+        "name": a.get("projectId") or "mock-project", "id": f"projects/{a.get('projectId') or 'mock-project'}"},
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda a: {
         "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}",
                                  "compartmentId": a.get("compartmentId")}

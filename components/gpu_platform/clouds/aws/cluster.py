@@ -2,7 +2,8 @@
 
 `EksCluster` and `EksGpuNodePool` are thin components; what they send to AWS comes from the pure modules
 ``aws_options`` (configuration), ``aws_nodes`` (node group, launch template, autoscaler tags), ``aws_efa``
-(EFA interfaces, security-group rules), ``aws_vpc`` (zones and CIDRs), ``aws_iam`` and ``aws_kubeconfig``.
+(EFA interfaces, security-group rules), ``aws_vpc`` (zones and CIDRs), ``aws_iam``, ``aws_kubeconfig`` and
+``security`` (add-on configuration, IMDS, the VPC CNI's identity, the API endpoint, Secrets encryption).
 `cluster_from_config` wires them from a stack's configuration.
 """
 
@@ -21,7 +22,7 @@ from ...kube.common import child_opts
 from ...labels import DOMAIN
 from ...pools import GpuPool, GpuPoolSpec
 from ..handle import ClusterHandle
-from . import contract, karpenter_objects
+from . import contract, karpenter_objects, security
 from . import iam as aws_iam
 from . import nodes as aws_nodes
 from .efa import efa_self_rules
@@ -242,10 +243,13 @@ class EksClusterArgs(TypedDict, total=False):
     """Instance type of the non-GPU system node group. Default ``m6i.xlarge``."""
     system_nodes: int
     """Size of the system node group. Default 2."""
-    endpoint_public_access: bool
-    """Public API endpoint. Default True."""
-    public_access_cidrs: list[str]
-    """CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``."""
+    api_allowed_cidrs: list[str]
+    """IPv4 CIDRs allowed to reach the API from outside the VPC, through a public endpoint open to them alone.
+    Default empty: the endpoint is private (nodes, a VPN or a CI runner in the VPC reach it). ``0.0.0.0/0``
+    opens it to the internet and must be written out."""
+    secrets_encryption: bool
+    """Envelope-encrypt Kubernetes Secrets with a KMS key the cluster creates (rotated yearly). Default True.
+    EKS cannot turn it off again on a cluster that has it."""
     gpu_pools: list[EksGpuNodePoolArgs]
     """GPU pools; their cluster name, node role, VPC, cluster security group and subnets come from the cluster."""
     tags: dict[str, str]
@@ -254,9 +258,13 @@ class EksClusterArgs(TypedDict, total=False):
 
 class EksCluster(pulumi.ComponentResource):
     """An EKS cluster with GPU node pools: VPC (new or existing), cluster and node IAM roles, access entries for
-    admins, managed add-ons (vpc-cni with efa-only support, kube-proxy, pod identity, CoreDNS), a small non-GPU
-    system node group, one `EksGpuNodePool` per GPU pool, an IRSA OIDC provider, a kubeconfig and a Kubernetes
-    provider.
+    admins, managed add-ons (vpc-cni with efa-only support and network policy enforcement, kube-proxy, pod
+    identity, CoreDNS), a small non-GPU system node group, one `EksGpuNodePool` per GPU pool, an IRSA OIDC
+    provider, a kubeconfig and a Kubernetes provider.
+
+    Secure by default (`security`): a private API endpoint unless ``api_allowed_cidrs`` names who may reach it,
+    Secrets envelope-encrypted with the cluster's own KMS key, IMDSv2 with hop limit 1 on every node, and the VPC
+    CNI's permissions on its own role (EKS Pod Identity), not on the node role pods could reach.
 
     Its ``region``, ``kubernetes_version``, ``system_node_group_name`` and ``autoscaling_group_names`` attributes
     are what `EksClusterAutoscaler` takes: a composed program installs the autoscaler its pools scale with
@@ -268,7 +276,12 @@ class EksCluster(pulumi.ComponentResource):
     cluster: aws.eks.Cluster
     cluster_role: aws.iam.Role
     node_role: aws.iam.Role
+    vpc_cni_role: aws.iam.Role
+    """The VPC CNI's role (``AmazonEKS_CNI_Policy``), bound to ``kube-system/aws-node`` by the add-on."""
+    secrets_key: Optional[aws.kms.Key]
+    """The KMS key Secrets are envelope-encrypted with (None with ``secrets_encryption: False``)."""
     addons: dict[str, aws.eks.Addon]
+    system_launch_template: aws.ec2.LaunchTemplate
     system_node_group: aws.eks.NodeGroup
     oidc_provider: aws.iam.OpenIdConnectProvider
     provider: k8s.Provider
@@ -317,11 +330,24 @@ class EksCluster(pulumi.ComponentResource):
             actions=("sts:AssumeRole", "sts:TagSession"))
         self.node_role, node_attachments = self._role(
             f"{name}-node-role", aws_iam.NODE_SERVICE, aws_iam.NODE_POLICIES, partition, tags, opts)
+        self.vpc_cni_role, cni_attachments = self._role(
+            f"{name}-vpc-cni-role", security.POD_IDENTITY_SERVICE, security.VPC_CNI_POLICIES, partition, tags, opts,
+            actions=security.POD_IDENTITY_ACTIONS)
 
-        vpc_config: dict = {"subnet_ids": [*private_ids, *public_ids], "endpoint_private_access": True,
-                            "endpoint_public_access": args.get("endpoint_public_access", True)}
-        if vpc_config["endpoint_public_access"]:
-            vpc_config["public_access_cidrs"] = list(args.get("public_access_cidrs") or ["0.0.0.0/0"])
+        self.secrets_key: Optional[aws.kms.Key] = None
+        encryption: dict = {}
+        if args.get("secrets_encryption", True):
+            self.secrets_key = aws.kms.Key(
+                f"{name}-secrets-key", description=security.secrets_key_description(cluster_name),
+                enable_key_rotation=True, deletion_window_in_days=security.SECRETS_KEY_DELETION_WINDOW_DAYS,
+                tags=tags, opts=child_opts(self, opts))
+            cluster_attachments.append(aws.iam.RolePolicy(
+                f"{name}-cluster-role-secrets-key", role=self.cluster_role.id,
+                policy=self.secrets_key.arn.apply(security.secrets_key_policy), opts=child_opts(self, opts)))
+            encryption = {"encryption_config": security.encryption_config(self.secrets_key.arn)}
+
+        vpc_config: dict = {"subnet_ids": [*private_ids, *public_ids],
+                            **security.endpoint_access(args.get("api_allowed_cidrs", []))}
         self.cluster = aws.eks.Cluster(
             f"{name}-eks",
             name=cluster_name,
@@ -334,6 +360,7 @@ class EksCluster(pulumi.ComponentResource):
             # The managed add-ons below replace the self-managed copies EKS would otherwise install.
             bootstrap_self_managed_addons=False,
             enabled_cluster_log_types=["api", "audit", "authenticator"],
+            **encryption,
             tags=tags,
             opts=child_opts(self, opts, depends_on=cluster_attachments),
         )
@@ -360,11 +387,24 @@ class EksCluster(pulumi.ComponentResource):
 
         versions = dict(args["addon_versions"])
         self.addons: dict[str, aws.eks.Addon] = {}
-        for addon in COMPUTE_ADDONS:
-            self.addons[addon] = self._addon(name, addon, versions[addon], tags, opts, [])
+        # The pod identity agent first: aws-node gets its credentials from it and crash-loops where it is absent
+        # (aws/amazon-vpc-cni-k8s#3840, terraform-aws-modules/terraform-aws-eks#3260). The vpc-cni add-on creates
+        # its own association (EKS user guide add-ons-iam), so credentials exist before any node (and so any
+        # aws-node pod) does: every node group waits for the add-ons below.
+        for addon in sorted(COMPUTE_ADDONS, key=lambda a: a != security.POD_IDENTITY_AGENT):
+            after: list = []
+            associations = None
+            if addon == security.VPC_CNI:
+                after = [self.addons[security.POD_IDENTITY_AGENT], *cni_attachments]
+                associations = [{"role_arn": self.vpc_cni_role.arn,
+                                 "service_account": security.VPC_CNI_SERVICE_ACCOUNT}]
+            self.addons[addon] = self._addon(name, addon, versions[addon], tags, opts, after, associations)
         self.compute_dependencies = [*node_attachments, *(self.addons[a] for a in COMPUTE_ADDONS)]
 
         system_nodes = args.get("system_nodes", 2)
+        self.system_launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-system-lt", description=f"System nodes of EKS cluster {cluster_name}", tags=tags,
+            opts=child_opts(self, opts), **aws_nodes.system_launch_template_data({**tags, "Name": f"{name}-system"}))
         self.system_node_group = aws.eks.NodeGroup(
             f"{name}-system",
             cluster_name=self.cluster.name,
@@ -373,7 +413,9 @@ class EksCluster(pulumi.ComponentResource):
             instance_types=[args.get("system_node_instance_type", "m6i.xlarge")],
             ami_type=SYSTEM_AMI_TYPE,
             capacity_type=ON_DEMAND,
-            disk_size=50,
+            # The root volume is the launch template's (EKS refuses disk_size beside a launch template).
+            launch_template={"id": self.system_launch_template.id,
+                             "version": self.system_launch_template.latest_version.apply(str)},
             scaling_config={"min_size": system_nodes, "max_size": 2 * system_nodes, "desired_size": system_nodes},
             update_config={"max_unavailable": 1},
             tags=tags,
@@ -439,9 +481,11 @@ class EksCluster(pulumi.ComponentResource):
         return role, attachments
 
     def _addon(self, name: str, addon: str, version: str, tags: dict, opts: Optional[pulumi.ResourceOptions],
-               depends_on: list) -> aws.eks.Addon:
+               depends_on: list, pod_identity_associations: Optional[list] = None) -> aws.eks.Addon:
         return aws.eks.Addon(
             f"{name}-{addon}", cluster_name=self.cluster.name, addon_name=addon, addon_version=version,
+            configuration_values=security.addon_configuration(addon),
+            pod_identity_associations=pod_identity_associations,
             # The platform owns these add-ons' configuration; a hand edit is overwritten on the next update.
             resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE", tags=tags,
             opts=child_opts(self, opts, depends_on=depends_on))
@@ -520,7 +564,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         admin_role_arns=list(options.admin_role_arns),
         system_node_instance_type=options.system_node_instance_type,
         system_nodes=options.system_nodes,
-        endpoint_public_access=options.endpoint_public_access,
+        api_allowed_cidrs=list(options.control_plane.api_allowed_cidrs),
+        secrets_encryption=options.control_plane.secrets_encryption,
         gpu_pools=pools,
         tags=tags,
     )
@@ -532,8 +577,6 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         args.update(vpc_id=options.vpc_id, private_subnet_ids=list(options.private_subnet_ids))
         if options.public_subnet_ids:
             args["public_subnet_ids"] = list(options.public_subnet_ids)
-    if options.endpoint_public_access:
-        args["public_access_cidrs"] = list(options.public_access_cidrs)
     cluster = EksCluster(name, args, opts=pulumi.ResourceOptions.merge(
         opts, pulumi.ResourceOptions(providers={"aws": provider})))
     return ClusterHandle(

@@ -27,12 +27,11 @@ from ..autoscaler_profile import GpuScalingProfile, cluster_autoscaler_flags
 from ..handle import ClusterHandle
 from . import contract
 from . import iam as aws_iam
+from .security import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
-POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
-POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
 
 
 def cluster_tag(cluster_name: str) -> str:
@@ -77,6 +76,8 @@ def chart_values(cluster_name: Any, region: str, kubernetes_version: str, system
     """Values of the cluster-autoscaler chart (keys: tests/data/chart_keys/cluster-autoscaler-9.43.1.keys)."""
     return {
         "cloudProvider": "aws",
+        # The chart turns it into AWS_REGION (templates/deployment.yaml): the region never comes from IMDS, which a
+        # pod cannot reach on nodes with hop limit 1; credentials come from EKS Pod Identity.
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ... import versions
+from ... import control_plane, versions
 from ...component_args import KUBERNETES_VERSION, NON_EMPTY, Args, Rule, at_least, choice, matching
 from ...pools import GpuPool
 from . import options
@@ -102,9 +102,13 @@ CLUSTER_RULES: dict[str, Rule] = {
     "admin_role_arns[]": IAM_PRINCIPAL,
     "system_node_instance_type": INSTANCE_TYPE,
     "system_nodes": at_least(1),
-    "public_access_cidrs[]": _cidr(),
+    "api_allowed_cidrs": control_plane.ALLOWED_CIDRS,
+    "api_allowed_cidrs[]": control_plane.CIDR,
     **pool_rules("gpu_pools[]."),
 }
+
+RENAMED_ARGS = {"endpoint_public_access": "api_allowed_cidrs", "public_access_cidrs": "api_allowed_cidrs"}
+"""`EksCluster` arguments of the first round that ``api_allowed_cidrs`` replaced: refused naming it."""
 
 
 def _zone_of(checker: Args, zone: str, region: str, path: str) -> None:
@@ -148,6 +152,11 @@ def node_pool_args(name: str, args: Any, schema: type) -> dict[str, Any]:
 def cluster_args(name: str, args: Any, schema: type) -> dict[str, Any]:
     """`EksCluster`'s args checked, the rules that tie its pools to its VPC included."""
     checker = Args("EksCluster", name, cloud="aws")
+    if isinstance(args, Mapping):
+        for old, new in RENAMED_ARGS.items():
+            if old in args:
+                checker.fail(old, f"was replaced by {new} (empty: private endpoint only; a list of CIDRs: a public "
+                                  "endpoint open to those CIDRs only)")
     out = checker.check(args, schema, CLUSTER_RULES)
     region = out["region"]
     existing_vpc = "vpc_id" in out
@@ -165,8 +174,6 @@ def cluster_args(name: str, args: Any, schema: type) -> dict[str, Any]:
     vpc_zones = out.get("availability_zones", [])
     for j, zone in enumerate(vpc_zones):
         _zone_of(checker, zone, region, f"availability_zones[{j}]")
-    if not out.get("endpoint_public_access", True) and "public_access_cidrs" in out:
-        checker.fail("public_access_cidrs", "only applies with endpoint_public_access: True")
 
     entries = out.get("gpu_pools", [])
     pools = [check_pool_entry(checker, entry, f"gpu_pools[{i}].") for i, entry in enumerate(entries)]

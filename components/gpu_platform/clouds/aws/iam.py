@@ -10,10 +10,11 @@ CLUSTER_POLICIES = ("AmazonEKSClusterPolicy",)
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonEKS_CNI_Policy",
     "AmazonSSMManagedInstanceCore",
 )
-"""Node role: join the cluster, pull images, let the VPC CNI manage ENIs, and Session Manager instead of SSH."""
+"""Node role: join the cluster, pull images, and Session Manager instead of SSH. The VPC CNI's ENI permissions
+(``AmazonEKS_CNI_Policy``) are on its own role, bound to ``aws-node`` by EKS Pod Identity (`security.VPC_CNI_POLICIES`):
+whatever the node role holds, a process that reaches IMDS on the node holds too."""
 
 CLUSTER_ADMIN_ACCESS_POLICY = "AmazonEKSClusterAdminPolicy"
 

@@ -29,10 +29,7 @@ from . import contract
 from . import iam as aws_iam
 from . import karpenter_objects as objects
 from .efa import efa_self_rules
-
-POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
-POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
-"""EKS pod identity assumes roles with session tags (EKS user guide ``pod-id-role``)."""
+from .security import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 
 
 class KarpenterPoolArgs(TypedDict, total=False):
@@ -171,7 +168,7 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
             f"{name}-controller", KARPENTER, "karpenter", objects.NAMESPACE,
             objects.chart_values(cluster, args["cluster_endpoint"], self.queue.name,
                                  args["system_node_group_name"],
-                                 objects.controller_replicas(int(args.get("system_nodes", 2)))),
+                                 objects.controller_replicas(int(args.get("system_nodes", 2))), region),
             child_opts(self, opts, depends_on=[self.pod_identity, *policies, self.queue_policy]),
             create_namespace=False)
 

@@ -24,6 +24,7 @@ from ... import labels
 from ...pools import GpuPool
 from ...versions import KARPENTER_API_VERSION, KARPENTER_AWS_API_VERSION
 from .options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK, SPOT
+from .security import NODE_CLASS_METADATA_OPTIONS
 
 NAMESPACE = "kube-system"
 """Karpenter's getting-started namespace; its pod identity association names it."""
@@ -180,9 +181,9 @@ def ec2_node_class(kp: KarpenterPool, instance_profile: str, subnet_ids: list[st
         "subnetSelectorTerms": [{"id": s} for s in subnet_ids],
         "securityGroupSelectorTerms": [{"id": g} for g in security_group_ids],
         "blockDeviceMappings": block_device_mappings(kp.ami_type, kp.disk_size_gib),
-        # IMDSv2 only; hop limit 2 so pods on the node network (device plugins, EFA tooling) still reach it.
-        "metadataOptions": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
-                            "httpPutResponseHopLimit": 2, "httpTokens": "required"},
+        # IMDSv2 only, one hop: hostNetwork pods (aws-node, the EFA device plugin) still reach it, pods in their
+        # own network namespace cannot take the node's credentials (`security.IMDS_HOP_LIMIT`).
+        "metadataOptions": dict(NODE_CLASS_METADATA_OPTIONS),
         "tags": dict(sorted(tags.items())),
     }
     if pool.rdma_fabric:
@@ -202,7 +203,7 @@ def ec2_node_class(kp: KarpenterPool, instance_profile: str, subnet_ids: list[st
 
 
 def chart_values(cluster_name: str, cluster_endpoint: str, interruption_queue: str, system_node_group: str,
-                 replicas: int) -> dict[str, Any]:
+                 replicas: int, region: str) -> dict[str, Any]:
     """Values of the karpenter chart (keys: tests/data/chart_keys/karpenter-1.14.1.keys). The controller runs on
     the system node group (never on nodes it manages: the chart's default affinity) with its service account
     bound to its IAM role by EKS pod identity."""
@@ -212,9 +213,14 @@ def chart_values(cluster_name: str, cluster_endpoint: str, interruption_queue: s
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
         "replicas": replicas,
         "nodeSelector": {labels.OS_LABEL: "linux", labels.EKS_NODEGROUP_LABEL: system_node_group},
-        # The getting-started sizing; requests == limits keeps the controller Guaranteed on busy system nodes.
-        "controller": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                                     "limits": {"cpu": "1", "memory": "1Gi"}}},
+        "controller": {
+            # The getting-started sizing; requests == limits keeps the controller Guaranteed on busy system nodes.
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+            # Without AWS_REGION the controller asks IMDS for its region (pkg/operator/operator.go at v1.14.1),
+            # which a pod cannot reach on nodes with hop limit 1; EKS Pod Identity injects credentials only
+            # (AWS_CONTAINER_CREDENTIALS_FULL_URI, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE), no region.
+            "env": [{"name": "AWS_REGION", "value": region}],
+        },
     }
 
 

@@ -8,6 +8,7 @@ from ... import labels
 from ...pools import GpuPool
 from .efa import efa_network_interfaces
 from .options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
+from .security import LAUNCH_TEMPLATE_METADATA_OPTIONS
 
 CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
 """Cluster autoscaler (AWS provider) reads these ASG tags to build a node from nothing: scale from zero."""
@@ -15,7 +16,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 # Bottlerocket's NVIDIA variants put the OS on /dev/xvda and containers on the data volume /dev/xvdb;
 # AL2023 keeps everything on its root volume.
-IMAGE_VOLUME_DEVICE = {"AL2023_x86_64_NVIDIA": "/dev/xvda", BOTTLEROCKET_NVIDIA: "/dev/xvdb"}
+AL2023_ROOT_DEVICE = "/dev/xvda"
+IMAGE_VOLUME_DEVICE = {"AL2023_x86_64_NVIDIA": AL2023_ROOT_DEVICE, BOTTLEROCKET_NVIDIA: "/dev/xvdb"}
+SYSTEM_DISK_GIB = 50
+"""Root volume of a system node (AL2023 standard AMI, ``/dev/xvda``): images of the platform's controllers."""
 
 
 def node_labels(pool: GpuPool, ami_type: str) -> dict[str, str]:
@@ -75,9 +79,9 @@ def launch_template_data(
             "ebs": {"volume_size": options.disk_size_gib, "volume_type": "gp3", "encrypted": "true",
                     "delete_on_termination": "true"},
         }],
-        # IMDSv2 only; hop limit 2 so pods on the node network (device plugins, EFA tooling) still reach it.
-        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required",
-                             "http_put_response_hop_limit": 2},
+        # IMDSv2 only, one hop: hostNetwork pods (aws-node, the EFA device plugin) still reach it, pods in their
+        # own network namespace cannot take the node's credentials (`security.IMDS_HOP_LIMIT`).
+        "metadata_options": dict(LAUNCH_TEMPLATE_METADATA_OPTIONS),
         "update_default_version": True,
         "tag_specifications": [{"resource_type": "instance", "tags": dict(tags or {})}],
     }
@@ -93,3 +97,20 @@ def launch_template_data(
         data["instance_market_options"] = {"market_type": "capacity-block"}
         data["instance_type"] = pool.instance_type
     return data
+
+
+def system_launch_template_data(tags: Optional[dict] = None) -> dict:
+    """The launch template of the system node group (keyword arguments of ``aws.ec2.LaunchTemplate``): its root
+    volume and IMDS settings. Without a launch template EKS picks the hop limit itself, and its guide says both 1
+    (``al2023``: "the default hop count for managed node groups is set to 1") and 2 (``launch-templates``: the
+    default launch template sets the hop limit containers need); the template makes it 1 whatever the default."""
+    return {
+        "block_device_mappings": [{
+            "device_name": AL2023_ROOT_DEVICE,
+            "ebs": {"volume_size": SYSTEM_DISK_GIB, "volume_type": "gp3", "encrypted": "true",
+                    "delete_on_termination": "true"},
+        }],
+        "metadata_options": dict(LAUNCH_TEMPLATE_METADATA_OPTIONS),
+        "update_default_version": True,
+        "tag_specifications": [{"resource_type": "instance", "tags": dict(tags or {})}],
+    }

@@ -12,9 +12,12 @@ Cluster keys (top level of the stack's ``gpu-platform`` namespace):
 ``adminRoleArns``          IAM roles/users made cluster admins through EKS access entries.
 ``systemNodeInstanceType`` Instance type of the small non-GPU node group for system pods. Default ``m6i.xlarge``.
 ``systemNodes``            Size of that node group. Default 2.
-``endpointPublicAccess``   Whether the API endpoint is reachable from the internet. Default true.
-``publicAccessCidrs``      CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``.
+``apiAllowedCidrs``        IPv4 CIDRs allowed to a public API endpoint. Default empty: private endpoint only
+                           (reachable from the VPC). ``0.0.0.0/0`` opens it to the internet and must be written.
+``secretsEncryption``      Envelope-encrypt Kubernetes Secrets with a KMS key the stack creates. Default true.
 ========================== =================================================================================
+
+``endpointPublicAccess`` and ``publicAccessCidrs`` were replaced by ``apiAllowedCidrs`` (see `control_plane`).
 
 Pool keys (per ``nodePools[]`` entry): ``amiType``, ``capacityReservationId``, ``capacityBlock``, ``diskSizeGiB``,
 ``subnetIds``, ``placementGroup``; see `AwsPoolOptions`.
@@ -26,12 +29,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ... import versions
+from ... import control_plane, versions
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
+from ...control_plane import ControlPlaneSecurity
 
 CLUSTER_KEYS = {
     "vpcId", "privateSubnetIds", "publicSubnetIds", "vpcCidr", "availabilityZones", "singleNatGateway",
-    "adminRoleArns", "systemNodeInstanceType", "systemNodes", "endpointPublicAccess", "publicAccessCidrs",
+    "adminRoleArns", "systemNodeInstanceType", "systemNodes", *control_plane.KEYS,
 }
 POOL_KEYS = {"amiType", "capacityReservationId", "capacityBlock", "diskSizeGiB", "subnetIds", "placementGroup"}
 
@@ -81,10 +85,8 @@ class AwsClusterOptions:
     """Instance type of the system node group."""
     system_nodes: int = 2
     """Nodes in the system node group."""
-    endpoint_public_access: bool = True
-    """Public API endpoint."""
-    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
-    """CIDRs allowed to reach the public endpoint."""
+    control_plane: ControlPlaneSecurity = ControlPlaneSecurity()
+    """Who may reach the API endpoint (``apiAllowedCidrs``; none: private only) and Secrets encryption."""
     addon_versions: tuple[tuple[str, str], ...] = ()
     """Pinned EKS managed add-on versions for the stack's Kubernetes version (from `versions.EKS_ADDONS`)."""
 
@@ -314,8 +316,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
     instance_type = read_str(raw, "systemNodeInstanceType", "", DEFAULT_SYSTEM_INSTANCE_TYPE)
     if not _INSTANCE_TYPE.match(instance_type):
         raise ConfigError("systemNodeInstanceType", f"'{instance_type}' is not an EC2 instance type such as m6i.xlarge")
-    cidrs = tuple(_read_cidr(c, join("publicAccessCidrs", i))
-                  for i, c in enumerate(read_list(raw, "publicAccessCidrs", "")))
+    security = control_plane.parse_control_plane(raw)
     _check_pools(config, vpc_id is None, zones)
     _check_karpenter(config)
     return AwsClusterOptions(
@@ -328,7 +329,6 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
         admin_role_arns=admins,
         system_node_instance_type=instance_type,
         system_nodes=read_int(raw, "systemNodes", "", 2, minimum=1),
-        endpoint_public_access=read_bool(raw, "endpointPublicAccess", "", True),
-        public_access_cidrs=cidrs or ("0.0.0.0/0",),
+        control_plane=security,
         addon_versions=tuple(sorted(addons.items())),
     )

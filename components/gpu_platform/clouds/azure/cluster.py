@@ -1,12 +1,20 @@
 """Azure: an AKS cluster and its GPU / InfiniBand node pools (pulumi-azure-native 3.29.0, AKS API 2025-09-01).
 
 `AksCluster` creates (or uses) a resource group, a VNet and node subnet, a user-assigned control-plane identity
-with Network Contributor on the subnet, and the managed cluster: a System pool, Azure CNI overlay, OIDC issuer
-and workload identity. Each GPU pool is an `AksGpuNodePool` (``containerservice.AgentPool``) built from a
-`GpuPoolSpec`: VM size, the GPU taint plus user taints, the platform's node labels, cluster-autoscaler bounds,
-spot settings, the GPU driver mode and, for MIG pools, the GPU instance profile.
+with Network Contributor on the subnet, and the managed cluster: a System pool, Azure CNI overlay powered by Cilium
+(NetworkPolicies enforced), OIDC issuer and workload identity, Entra ID authentication with Azure RBAC and no local
+accounts, a private API server (or a public one restricted to ``api_allowed_cidrs``), and KMS envelope encryption
+of Secrets with a key in a key vault it creates (the identity holds Key Vault Crypto User on it). Each GPU pool
+is an `AksGpuNodePool` (``containerservice.AgentPool``) built from a `GpuPoolSpec`: VM size, the GPU taint plus
+user taints, the platform's node labels, cluster-autoscaler bounds, spot settings, the GPU driver mode and, for MIG
+pools, the GPU instance profile.
 
-Decisions live in the pure modules `azure_specs` and `azure_names`; this module only wires resources.
+Decisions live in the pure modules `specs`, `names` and `kubeconfig`; this module only wires resources.
+
+The Kubernetes provider authenticates with Entra ID through ``kubelogin`` (local accounts are disabled, so AKS
+hands out no static credentials): ``kubelogin`` must be on the PATH of the machine running Pulumi, logged in with
+the Azure CLI (or ``AAD_LOGIN_METHOD`` set), and the deploying identity needs the Azure role "Azure Kubernetes
+Service RBAC Cluster Admin" on the cluster, or membership of an ``admin_group_object_ids`` group.
 
 Things AKS fixes at creation (the pool is replaced, deleted first because its name is fixed, when they change):
 VM size, ``gpuProfile.driver`` (AKS only applies it to nodes it creates: ``gpuSoftware: operator`` sets
@@ -22,12 +30,19 @@ re-register the resource provider (``az provider register --namespace Microsoft.
 false where the feature is registered already or the deploying identity may not register features.
 """
 
-import base64
 from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import authorization, containerservice, features, managedidentity, network, resources
+from pulumi_azure_native import (
+    authorization,
+    containerservice,
+    features,
+    keyvault,
+    managedidentity,
+    network,
+    resources,
+)
 from typing_extensions import Required
 
 from ... import catalog
@@ -38,20 +53,34 @@ from ...pools import GpuPool, GpuPoolSpec
 from ..autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
 from ..handle import ClusterHandle
 from . import contract
-from .names import agent_pool_name, dns_prefix
+from .kubeconfig import USER_CREDENTIALS_FORMAT, decode_kubeconfig, non_interactive
+from .names import agent_pool_name, dns_prefix, key_vault_name
 from .options import INFINIBAND_FEATURE, AzureClusterOptions, pool_args
 from .specs import (
     GPU_DRIVER_INSTALL,
+    aad_profile,
     agent_pool_properties,
     aks_pool,
+    api_server_access_profile,
     cluster_identity_profiles,
     gpu_driver,
+    kms_profile,
     network_profile,
     system_pool_profile,
 )
 
 NETWORK_CONTRIBUTOR_ROLE = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 """Built-in role the control-plane identity needs on the node subnet (join VMSS NICs, internal load balancers)."""
+KEY_VAULT_CRYPTO_USER_ROLE = "12338af0-0e69-4776-bea7-57ae8d297424"
+"""Built-in role "Key Vault Crypto User" (Azure built-in roles: "Perform cryptographic operations using keys. Only
+works for key vaults that use the Azure role-based access control permission model"): what AKS KMS asks for on an
+RBAC key vault (AKS ``use-kms-etcd-encryption.md``)."""
+KMS_KEY_NAME = "aks-kms"
+KMS_KEY_PROPERTIES: dict[str, Any] = {"kty": "RSA", "key_size": 2048, "key_ops": ["encrypt", "decrypt"]}
+"""The key encryption key: RSA 2048 (what ``az keyvault key create`` makes for the AKS KMS how-to) limited to the
+two operations the KMS plugin calls (Azure/kubernetes-kms ``pkg/plugin/keyvault.go``: ``Encrypt``/``Decrypt`` with
+an RSA algorithm; the how-to's access policy grants exactly ``encrypt decrypt``)."""
+SOFT_DELETE_RETENTION_DAYS = 90
 # Properties AKS only honours at pool creation; a change must recreate the pool rather than update it in place.
 CREATE_TIME_POOL_PROPERTIES = [
     "vmSize", "gpuProfile", "gpuInstanceProfile", "scaleSetPriority", "scaleSetEvictionPolicy", "spotMaxPrice",
@@ -191,7 +220,15 @@ class AksClusterArgs(TypedDict, total=False):
     """The cluster autoscaler's settings (``auto_scaler_profile`` fields, snake_case). Default: the GPU profile
     of `autoscaler_profile.aks_auto_scaler_profile` (slow GPU node starts, longer idle before scale-down)."""
     tags: dict[str, str]
-    """Tags on the resource group, network, identity and cluster."""
+    """Tags on the resource group, network, identity, key vault and cluster."""
+    api_allowed_cidrs: list[str]
+    """IPv4 CIDRs allowed to reach the API server. Default ``[]``: a private cluster (API server reachable from the
+    VNet only, so Pulumi must run there); otherwise a public endpoint restricted to these ranges."""
+    secrets_encryption: bool
+    """Envelope-encrypt Secrets with AKS KMS and a key in a key vault the cluster creates. Default true."""
+    admin_group_object_ids: list[str]
+    """Entra ID group object IDs whose members are cluster-admin. Default: none (Azure RBAC role assignments
+    only)."""
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -204,10 +241,16 @@ class AksCluster(pulumi.ComponentResource):
     identity: managedidentity.UserAssignedIdentity
     managed_cluster: containerservice.ManagedCluster
     infiniband_feature: Optional[features.SubscriptionFeatureRegistration]
+    key_vault: Optional[keyvault.Vault]
+    """The KMS key vault (None with ``secrets_encryption`` false)."""
+    kms_key: Optional[keyvault.Key]
+    """The key encryption key of Secrets (None with ``secrets_encryption`` false)."""
+    kms_role: Optional[authorization.RoleAssignment]
+    """Key Vault Crypto User for the cluster identity on the vault (None with ``secrets_encryption`` false)."""
     resource_group_name: pulumi.Output[str]
     cluster_name: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
-    """The cluster user kubeconfig (a secret)."""
+    """The cluster user kubeconfig (a secret): Entra ID through ``kubelogin``, logging in with the Azure CLI."""
     oidc_issuer_url: pulumi.Output[str]
     provider: k8s.Provider
 
@@ -255,6 +298,8 @@ class AksCluster(pulumi.ComponentResource):
             scope=subnet_id,
             opts=child_opts(self, opts))
 
+        kms = self._secrets_encryption(name, args, group_name, client, tags, opts)
+
         os_sku = args.get("os_sku", defaults.os_sku)
         system_min = args.get("system_pool_min_nodes", defaults.system_pool_min_nodes)
         system_pool = system_pool_profile(
@@ -277,11 +322,17 @@ class AksCluster(pulumi.ComponentResource):
                 args.get("dns_service_ip", defaults.dns_service_ip)),
             sku={"name": "Base", "tier": args.get("sku_tier", defaults.sku_tier)},
             auto_scaler_profile=dict(args.get("auto_scaler_profile") or aks_auto_scaler_profile(GpuScalingProfile())),
+            aad_profile=aad_profile(args.get("admin_group_object_ids", [])),
+            # No static admin/user certificates: every access is an Entra ID identity, audited and revocable.
+            disable_local_accounts=True,
+            api_server_access_profile=api_server_access_profile(args.get("api_allowed_cidrs", [])),
             tags=tags,
-            **cluster_identity_profiles(self.identity.id),
+            **cluster_identity_profiles(self.identity.id, kms),
             **cluster_optional,
             opts=child_opts(
-                self, opts, depends_on=[self.subnet_role],
+                self, opts,
+                # AKS checks the identity's key vault access when it enables KMS.
+                depends_on=[self.subnet_role, *([self.kms_role] if self.kms_role is not None else [])],
                 # The cluster autoscaler owns the System pool's node count.
                 ignore_changes=["agentPoolProfiles[0].count"]),
         )
@@ -320,10 +371,13 @@ class AksCluster(pulumi.ComponentResource):
             previous = [component.agent_pool]
         self.gpu_pools: list[GpuPool] = [component.pool for component in self.node_pools.values()]
 
+        # Local accounts are disabled, so AKS refuses admin credentials; the user credentials in exec format
+        # authenticate with Entra ID through kubelogin.
         credentials = containerservice.list_managed_cluster_user_credentials_output(
-            resource_group_name=group_name, resource_name=self.managed_cluster.name,
+            resource_group_name=group_name, resource_name=self.managed_cluster.name, format=USER_CREDENTIALS_FORMAT,
             opts=pulumi.InvokeOutputOptions(parent=self))
-        self.kubeconfig = pulumi.Output.secret(credentials.kubeconfigs.apply(_decode_kubeconfig))
+        self.kubeconfig = pulumi.Output.secret(
+            credentials.kubeconfigs.apply(lambda k: non_interactive(decode_kubeconfig(k))))
         self.provider = k8s.Provider(
             f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True, opts=child_opts(self, opts))
         self.register_outputs({
@@ -334,14 +388,61 @@ class AksCluster(pulumi.ComponentResource):
             "node_resource_group": self.managed_cluster.node_resource_group,
             "gpu_pools": [p.name for p in self.gpu_pools],
             "agent_pool_names": {n: c.agent_pool_name for n, c in self.node_pools.items()},
+            "key_vault_id": self.key_vault.id if self.key_vault is not None else None,
         })
 
+    def _secrets_encryption(self, name: str, args: dict[str, Any], group_name: Any, client: Any,
+                            tags: dict[str, str], opts: Optional[pulumi.ResourceOptions]) -> Optional[dict[str, Any]]:
+        """The key vault, key and role assignment of KMS, and the ``azure_key_vault_kms`` profile (None when
+        ``secrets_encryption`` is false: none of them exist)."""
+        self.key_vault, self.kms_key, self.kms_role = None, None, None
+        if not args.get("secrets_encryption", True):
+            return None
+        # AKS supports deleting none of the three: Secrets written under KMS stay encrypted with the key after KMS is
+        # turned off, until they are rewritten (AKS KMS how-to). Removing them from the stack leaves them in Azure.
+        def kept() -> pulumi.ResourceOptions:
+            return child_opts(self, opts, retain_on_delete=True)
 
-def _decode_kubeconfig(kubeconfigs: Any) -> str:
-    """The first credential of ``listManagedClusterUserCredentials``, base64-decoded (AKS returns it encoded)."""
-    first = kubeconfigs[0]
-    value = first["value"] if isinstance(first, dict) else first.value
-    return base64.b64decode(value).decode("utf-8")
+        vault_name = pulumi.Output.all(client.subscription_id, group_name).apply(
+            lambda values: key_vault_name(name, values[0], values[1]))
+        self.key_vault = keyvault.Vault(
+            f"{name}-kms-vault",
+            resource_group_name=group_name,
+            location=args["location"],
+            vault_name=vault_name,
+            tags=tags,
+            properties={
+                "tenant_id": client.tenant_id,
+                "sku": {"family": "A", "name": "standard"},
+                # Azure RBAC decides who may use the key (the cluster identity's role below), not access policies.
+                "enable_rbac_authorization": True,
+                # Losing the key makes every Secret unreadable and AKS cannot recover (AKS KMS how-to): a deleted
+                # vault or key stays recoverable for the retention period and cannot be purged before it ends.
+                "enable_soft_delete": True,
+                "soft_delete_retention_in_days": SOFT_DELETE_RETENTION_DAYS,
+                "enable_purge_protection": True,
+                # No firewall: AKS KMS does not support a vault limited to some networks (AKS KMS how-to).
+                "network_acls": {"default_action": "Allow", "bypass": "AzureServices"},
+            },
+            opts=kept())
+        self.kms_key = keyvault.Key(
+            f"{name}-kms-key",
+            resource_group_name=group_name,
+            vault_name=self.key_vault.name,
+            key_name=KMS_KEY_NAME,
+            properties=KMS_KEY_PROPERTIES,
+            opts=kept())
+        self.kms_role = authorization.RoleAssignment(
+            f"{name}-kms-crypto-user",
+            principal_id=self.identity.principal_id,
+            principal_type="ServicePrincipal",
+            role_definition_id=client.subscription_id.apply(
+                lambda sub: f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/"
+                            f"{KEY_VAULT_CRYPTO_USER_ROLE}"),
+            scope=self.key_vault.id,
+            opts=kept())
+        # The versioned URI: the KMS plugin needs the key version (`specs.kms_profile`).
+        return kms_profile(self.kms_key.key_uri_with_version)
 
 
 def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
@@ -355,6 +456,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     ]
     cluster_args = AksClusterArgs(
         location=config.region, kubernetes_version=config.kubernetes_version, os_sku=options.os_sku,
+        api_allowed_cidrs=list(options.api_allowed_cidrs), secrets_encryption=options.secrets_encryption,
+        admin_group_object_ids=list(options.admin_group_object_ids),
         pod_cidr=options.pod_cidr, service_cidr=options.service_cidr, dns_service_ip=options.dns_service_ip,
         system_pool_vm_size=options.system_pool_vm_size, system_pool_min_nodes=options.system_pool_min_nodes,
         system_pool_max_nodes=options.system_pool_max_nodes, sku_tier=options.sku_tier, gpu_pools=pools,

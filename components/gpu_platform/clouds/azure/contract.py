@@ -6,7 +6,7 @@ refusals as a stack file (`component_args`). No cloud SDK import.
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ... import catalog
+from ... import catalog, control_plane
 from ...component_args import KUBERNETES_VERSION, Args, Rule, between, choice, matching
 from ...config import ConfigError
 from ...errors import did_you_mean
@@ -23,8 +23,18 @@ from .options import (
     AzureClusterOptions,
     _check_networks,
     _spot_max_price,
+    object_id_problem,
+    unique_problem,
 )
-from .specs import EVICTION_POLICIES, GPU_DRIVER_INSTALL, GPU_DRIVER_NONE, LINUX_OS_SKUS, SKU_TIERS, aks_mig_profiles
+from .specs import (
+    EVICTION_POLICIES,
+    GPU_DRIVER_INSTALL,
+    GPU_DRIVER_NONE,
+    LINUX_OS_SKUS,
+    SKU_TIERS,
+    aks_mig_profiles,
+    authorized_ranges_problem,
+)
 
 AUTO_SCALER_PROFILE_KEYS = (
     "balance_similar_node_groups", "daemonset_eviction_for_empty_nodes", "daemonset_eviction_for_occupied_nodes",
@@ -88,6 +98,10 @@ CLUSTER_RULES: dict[str, Rule] = {
     "system_pool_min_nodes": between(1, MAX_POOL_NODES),
     "system_pool_max_nodes": between(1, MAX_POOL_NODES),
     "sku_tier": choice(*SKU_TIERS),
+    "api_allowed_cidrs": control_plane.ALLOWED_CIDRS,
+    "api_allowed_cidrs[]": control_plane.CIDR,
+    "admin_group_object_ids": Rule(check=lambda ids: unique_problem([i.lower() for i in ids])),
+    "admin_group_object_ids[]": Rule(check=object_id_problem),
     **{f"gpu_pools[].{key}": rule for key, rule in POOL_RULES.items()},
 }
 
@@ -131,7 +145,7 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str = "") -> 
 def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
     """`AksCluster`'s cross-field rules: networks that fit together, System pool bounds, pool and agent pool
     names unique, the cluster's own settings not overridden per pool, the InfiniBand switch only with an
-    InfiniBand pool."""
+    InfiniBand pool, authorized IP ranges AKS accepts."""
     raw = {stack: args[key] for stack, key in _NETWORK_KEYS.items() if key in args}
     try:
         networks = _check_networks(raw, "vnet_subnet_id" in args)
@@ -160,6 +174,9 @@ def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
     if "register_infiniband_feature" in args and not infiniband:
         checker.fail("register_infiniband_feature", "only applies when a pool has an InfiniBand RDMA fabric "
                                                     "(rdma on Standard_ND96isr_H100_v5...)")
+    problem = authorized_ranges_problem(args.get("api_allowed_cidrs", []))
+    if problem:
+        checker.fail("api_allowed_cidrs", problem)
     unknown = sorted(set(args.get("auto_scaler_profile", {})) - set(AUTO_SCALER_PROFILE_KEYS))
     if unknown:
         checker.fail(f"auto_scaler_profile.{unknown[0]}",

@@ -16,6 +16,10 @@ Cluster keys (top level of the ``gpu-platform`` namespace), all optional:
 | ``systemPoolMinNodes`` / ``systemPoolMaxNodes`` | 2 / 3 | System pool autoscaling bounds |
 | ``skuTier`` | ``Standard`` | AKS pricing tier: ``Free``, ``Standard`` (uptime SLA), ``Premium`` |
 | ``registerInfinibandFeature`` | true | register ``AKSInfinibandSupport`` when a pool is an InfiniBand pool |
+| ``apiAllowedCidrs`` | ``[]`` | empty: a private cluster (API server reachable from the VNet only); CIDRs: a public \
+endpoint restricted to them (``authorizedIPRanges``); see `control_plane` |
+| ``secretsEncryption`` | true | KMS envelope encryption of Secrets with a key in a key vault the stack creates |
+| ``adminGroupObjectIds`` | ``[]`` | Entra ID group object IDs whose members are cluster-admin |
 
 Pool keys (``nodePools[i]``), each an `AksGpuNodePool` argument (`pool_args`): ``agentPoolName`` (default
 derived, see `azure_names.agent_pool_name`), ``osSku``
@@ -31,21 +35,23 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
 
-from ... import catalog
-from ...config import ConfigError, join, read_bool, read_enum, read_int, read_str
+from ... import catalog, control_plane
+from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
+from ...control_plane import ControlPlaneSecurity
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
 from .specs import (
     EVICTION_POLICIES,
     LINUX_OS_SKUS,
     SKU_TIERS,
     aks_mig_profiles,
+    authorized_ranges_problem,
     gpu_driver,
 )
 
 CLUSTER_KEYS = {
     "resourceGroupName", "clusterName", "vnetSubnetId", "vnetAddressSpace", "subnetAddressPrefix", "podCidr",
     "serviceCidr", "osSku", "systemPoolVmSize", "systemPoolMinNodes", "systemPoolMaxNodes", "skuTier",
-    "registerInfinibandFeature",
+    "registerInfinibandFeature", "adminGroupObjectIds", *control_plane.KEYS,
 }
 POOL_KEYS = {"agentPoolName", "osSku", "spotMaxPrice", "spotEvictionPolicy", "osDiskSizeGb"}
 
@@ -63,6 +69,8 @@ SUBNET_ID = re.compile(
     re.IGNORECASE,
 )
 VM_SIZE = re.compile(r"^Standard_[A-Za-z0-9_]+$")
+ENTRA_OBJECT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+"""An Entra ID object ID (a GUID), as ``aadProfile.adminGroupObjectIDs`` takes them."""
 RESERVED_LABEL_DOMAINS = ("kubernetes.azure.com", "kubernetes.io")
 """AKS reserved node-label prefixes (AKS ``use-labels.md``); ``*.kubernetes.io`` is Kubernetes' own."""
 
@@ -99,6 +107,22 @@ class AzureClusterOptions:
     """AKS pricing tier: ``Free``, ``Standard`` (uptime SLA) or ``Premium``."""
     register_infiniband_feature: bool = True
     """Register ``AKSInfinibandSupport`` when a pool has ``rdma: true``; false when it is registered already."""
+    control_plane: ControlPlaneSecurity = ControlPlaneSecurity()
+    """Who reaches the API server (private by default) and whether Secrets are KMS-encrypted (by default)."""
+    admin_group_object_ids: tuple[str, ...] = ()
+    """Entra ID group object IDs whose members are cluster-admin (``aadProfile.adminGroupObjectIDs``); Azure RBAC
+    role assignments grant everyone else."""
+
+    @property
+    def api_allowed_cidrs(self) -> tuple[str, ...]:
+        """IPv4 CIDRs allowed to reach the API server. Empty (the default): a private cluster, whose API server
+        only the VNet reaches; otherwise a public endpoint restricted to these ranges (``authorizedIPRanges``)."""
+        return self.control_plane.api_allowed_cidrs
+
+    @property
+    def secrets_encryption(self) -> bool:
+        """Envelope-encrypt Secrets in etcd with AKS KMS and a key in a key vault the stack creates."""
+        return self.control_plane.secrets_encryption
 
 
 @dataclass(frozen=True)
@@ -150,6 +174,39 @@ def _check_networks(raw: Mapping, subnet_given: bool) -> dict[str, str]:
             "service_cidr": str(services), "dns_service_ip": str(services.network_address + 10)}
 
 
+def object_id_problem(value: Any) -> Optional[str]:
+    """What is wrong with an Entra ID object ID, or None."""
+    if not isinstance(value, str) or not ENTRA_OBJECT_ID.match(value):
+        return (f"{value!r} is not an Entra ID group object ID (a GUID such as "
+                "00000000-0000-0000-0000-000000000000)")
+    return None
+
+
+def unique_problem(values: Any) -> Optional[str]:
+    """A list naming the same value twice, or None."""
+    return "lists an ID twice" if len(set(values)) != len(values) else None
+
+
+def _admin_groups(raw: Mapping) -> tuple[str, ...]:
+    groups = read_list(raw, "adminGroupObjectIds", "")
+    for i, value in enumerate(groups):
+        problem = object_id_problem(value)
+        if problem:
+            raise ConfigError(join("adminGroupObjectIds", i), problem)
+    problem = unique_problem([g.lower() for g in groups])
+    if problem:
+        raise ConfigError("adminGroupObjectIds", problem)
+    return tuple(groups)
+
+
+def _control_plane(raw: Mapping) -> ControlPlaneSecurity:
+    security = control_plane.parse_control_plane(raw)
+    problem = authorized_ranges_problem(security.api_allowed_cidrs)
+    if problem:
+        raise ConfigError("apiAllowedCidrs", problem)
+    return security
+
+
 def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
     """Cluster keys, then the rules that need every pool (names, OS mix, MIG, InfiniBand)."""
     group = read_str(raw, "resourceGroupName", "", None)
@@ -190,6 +247,8 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
         system_pool_max_nodes=max_nodes,
         sku_tier=read_enum(raw, "skuTier", "", SKU_TIERS, AzureClusterOptions.sku_tier),
         register_infiniband_feature=read_bool(raw, "registerInfinibandFeature", "", True),
+        control_plane=_control_plane(raw),
+        admin_group_object_ids=_admin_groups(raw),
         **networks,
     )
     _check_pools(raw, config, options)

@@ -3,8 +3,10 @@
 Property names are the ``pulumi_azure_native.containerservice`` 3.29.0 keyword arguments (API 2025-09-01):
 ``AgentPool(vm_size, node_taints, node_labels, enable_auto_scaling, min_count, max_count, scale_set_priority,
 scale_set_eviction_policy, spot_max_price, gpu_profile, gpu_instance_profile, os_sku, ...)`` and
-``ManagedCluster(agent_pool_profiles, network_profile, oidc_issuer_profile, security_profile, ...)``; enum
-values are the SDK's (``GPUDriver``: ``Install``/``None``; ``GPUInstanceProfile``: ``MIG1g``...``MIG7g``).
+``ManagedCluster(agent_pool_profiles, network_profile, oidc_issuer_profile, security_profile, aad_profile,
+disable_local_accounts, api_server_access_profile, ...)``; enum values are the SDK's (``GPUDriver``:
+``Install``/``None``; ``GPUInstanceProfile``: ``MIG1g``...``MIG7g``; ``NetworkDataplane``/``NetworkPolicy``:
+``cilium``; ``KeyVaultNetworkAccessTypes``: ``Public``).
 """
 
 import dataclasses
@@ -28,6 +30,15 @@ EVICTION_POLICIES = ("Delete", "Deallocate")
 LINUX_OS_SKUS = ("Ubuntu", "Ubuntu2204", "AzureLinux", "AzureLinux3")
 """The SDK's Linux ``OSSKU`` values (``CBLMariner`` is deprecated in favour of ``AzureLinux``)."""
 SKU_TIERS = ("Free", "Standard", "Premium")
+NETWORK_PLUGIN = "azure"
+NETWORK_PLUGIN_MODE = "overlay"
+NETWORK_DATAPLANE = "cilium"
+NETWORK_POLICY = "cilium"
+"""Azure CNI Powered by Cilium (SDK enums ``NetworkPlugin``, ``NetworkPluginMode``, ``NetworkDataplane``,
+``NetworkPolicy``); see `network_profile`."""
+KEY_VAULT_NETWORK_ACCESS = "Public"
+"""The SDK's ``KeyVaultNetworkAccessTypes.PUBLIC``; see `kms_profile`."""
+LOAD_BALANCER_ONLY_RANGE = "0.0.0.0/32"
 
 
 def gpu_driver(gpu_software: str) -> str:
@@ -156,13 +167,29 @@ def system_pool_profile(vm_size: str, min_nodes: int, max_nodes: int, os_sku: st
 
 
 def network_profile(pod_cidr: str, service_cidr: str, dns_service_ip: str) -> dict[str, Any]:
-    """Azure CNI overlay: nodes take subnet IPs, pods take IPs from ``pod_cidr`` outside the VNet.
+    """Azure CNI overlay powered by Cilium: nodes take subnet IPs, pods take IPs from ``pod_cidr`` outside the
+    VNet, and Cilium's eBPF dataplane enforces Kubernetes NetworkPolicies.
 
-    The Standard load balancer is what spot node pools require (AKS ``spot-node-pool.md``).
+    Without ``network_policy`` AKS enforces no NetworkPolicy at all (the SDK's ``NetworkPolicy.NONE`` is the
+    default), so the platform's tenant isolation would be decorative. Cilium is the engine Microsoft manages and
+    supports in AKS ("Azure CNI Powered by Cilium", learn.microsoft.com/azure/aks/azure-cni-powered-by-cilium: no
+    separate policy engine needed); the alternative, Azure Network Policy Manager, is being retired: AKS ends NPM
+    support on Linux nodes on 30 September 2028 (Windows: 30 September 2026) and asks clusters to migrate to Cilium
+    Network Policy (MicrosoftDocs/azure-aks-docs ``includes/azure-network-policy-manager-linux-retirement.md``,
+    Azure update 500268). ``network_policy: cilium`` requires
+    ``network_dataplane: cilium`` (the SDK's ``NetworkPolicy.CILIUM`` docstring). The overlay pod range is unchanged
+    (Cilium assigns pod IPs from ``pod_cidr`` in overlay mode), and InfiniBand NICs are outside the CNI: the RDMA
+    shared device plugin hands them to pods as host devices (Azure/aks-rdma-infiniband), so RDMA traffic neither
+    needs nor passes through the eBPF dataplane.
+
+    The Standard load balancer is what spot node pools and API server authorized IP ranges require (AKS
+    ``spot-node-pool.md``, ``api-server-authorized-ip-ranges.md``).
     """
     return {
-        "network_plugin": "azure",
-        "network_plugin_mode": "overlay",
+        "network_plugin": NETWORK_PLUGIN,
+        "network_plugin_mode": NETWORK_PLUGIN_MODE,
+        "network_dataplane": NETWORK_DATAPLANE,
+        "network_policy": NETWORK_POLICY,
         "pod_cidr": pod_cidr,
         "service_cidr": service_cidr,
         "dns_service_ip": dns_service_ip,
@@ -170,12 +197,72 @@ def network_profile(pod_cidr: str, service_cidr: str, dns_service_ip: str) -> di
     }
 
 
-def cluster_identity_profiles(identity_id: Any) -> dict[str, Any]:
+def cluster_identity_profiles(identity_id: Any, kms: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """A user-assigned control-plane identity, the OIDC issuer and workload identity (pods get Azure tokens
-    through federated credentials)."""
+    through federated credentials), and with ``kms`` (`kms_profile`) envelope encryption of Secrets.
+
+    The identity is user-assigned because AKS KMS does not work with a system-assigned one: the key vault role must
+    exist before the cluster does (AKS ``use-kms-etcd-encryption.md``, Limitations).
+    """
+    security: dict[str, Any] = {"workload_identity": {"enabled": True}}
+    if kms is not None:
+        security["azure_key_vault_kms"] = kms
     return {
         "identity": {"type": "UserAssigned", "user_assigned_identities": [identity_id]},
         "oidc_issuer_profile": {"enabled": True},
-        "security_profile": {"workload_identity": {"enabled": True}},
+        "security_profile": security,
         "enable_rbac": True,
     }
+
+
+def kms_profile(key_id: Any) -> dict[str, Any]:
+    """``security_profile.azure_key_vault_kms``: Secrets in etcd envelope-encrypted with the platform's key.
+
+    ``key_id`` must be a versioned key identifier (``https://<vault>.vault.azure.net/keys/<key>/<version>``): the
+    KMS plugin refuses a key without a version (Azure/kubernetes-kms ``pkg/plugin/keyvault.go``: "key vault name,
+    key name and key version are required"). The vault is ``Public`` (reachable over the Azure backbone, guarded by
+    Entra RBAC): a ``Private`` vault needs API Server VNet Integration, and a vault firewall limited to some networks
+    is not supported at all (AKS ``use-kms-etcd-encryption.md``); with ``Public`` AKS wants no
+    ``key_vault_resource_id``.
+    """
+    return {"enabled": True, "key_id": key_id, "key_vault_network_access": KEY_VAULT_NETWORK_ACCESS}
+
+
+def aad_profile(admin_group_object_ids: Sequence[str] = ()) -> dict[str, Any]:
+    """``aad_profile``: AKS-managed Entra ID authentication and Azure RBAC for Kubernetes authorization.
+
+    Who may do what in the cluster is then an Azure role assignment (``Azure Kubernetes Service RBAC Cluster
+    Admin`` ...), auditable and revocable in one place (AKS ``manage-azure-rbac.md``). Members of
+    ``admin_group_object_ids`` are cluster-admin through Kubernetes RBAC as well. The tenant is the subscription's
+    (the SDK's ``tenant_id`` default), which Azure RBAC for Kubernetes requires.
+    """
+    profile: dict[str, Any] = {"managed": True, "enable_azure_rbac": True}
+    if admin_group_object_ids:
+        profile["admin_group_object_ids"] = list(admin_group_object_ids)
+    return profile
+
+
+def api_server_access_profile(allowed_cidrs: Sequence[str]) -> dict[str, Any]:
+    """``api_server_access_profile``: no CIDRs, a private cluster (the API server has only a private endpoint in
+    the node VNet); CIDRs, a public endpoint that only those ranges reach (``authorized_ip_ranges``).
+
+    AKS does not combine the two: authorized IP ranges are "not supported on private clusters" (AKS
+    ``api-server-authorized-ip-ranges.md``). With authorized ranges AKS also admits the cluster's own Standard load
+    balancer outbound IP, so nodes keep reaching the API server.
+    """
+    if not allowed_cidrs:
+        return {"enable_private_cluster": True}
+    return {"authorized_ip_ranges": list(allowed_cidrs)}
+
+
+def authorized_ranges_problem(allowed_cidrs: Sequence[str]) -> Optional[str]:
+    """What AKS refuses in a list of authorized IP ranges beyond the shared CIDR rules, or None.
+
+    ``0.0.0.0/32`` means "only the cluster's load balancer outbound IP" and AKS rejects it beside other ranges
+    ("Setting apiServerAuthorizedIPRange to 0.0.0.0/32 is not allowed with other IP ranges",
+    Azure/terraform-azurerm-aks#378).
+    """
+    if LOAD_BALANCER_ONLY_RANGE in allowed_cidrs and len(allowed_cidrs) > 1:
+        return (f"lists {LOAD_BALANCER_ONLY_RANGE} (AKS: only the cluster's load balancer outbound IP) beside other "
+                "ranges; AKS accepts it only on its own")
+    return None

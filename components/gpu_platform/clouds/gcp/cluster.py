@@ -27,7 +27,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ... import catalog
+from ... import catalog, control_plane
 from ...component_args import DNS_LABEL, KUBERNETES_VERSION, NON_EMPTY, Args, Rule, at_least, between, choice, matching
 from ...config import PlatformConfig
 from ...kube.common import child_opts, metadata
@@ -171,6 +171,14 @@ class GkeClusterArgs(TypedDict, total=False):
     """Service secondary range of a new subnetwork. Default: ``10.8.0.0/20``. Refused with ``network``."""
     private_nodes: bool
     """Nodes without external IPs. Default: true."""
+    api_allowed_cidrs: list[str]
+    """IPv4 CIDRs allowed to reach the Kubernetes API's public IP endpoint (GKE authorized networks, Google Cloud's
+    own public IPs not included). Default: empty, the public endpoint is off and the API is reached on its internal
+    IP from inside the VPC (nodes, a VPN, a CI runner in the network) only. ``0.0.0.0/0`` opens it to the
+    internet."""
+    secrets_encryption: bool
+    """Application-layer encryption of Kubernetes Secrets with a Cloud KMS key the cluster creates (a key ring and
+    key in ``region``, rotated every 90 days, usable by GKE's service agent). Default: true."""
     system_machine_type: str
     """Machine type of the system (CPU) pool. Default: ``e2-standard-4``."""
     system_min_nodes: int
@@ -274,6 +282,8 @@ CLUSTER_RULES: dict[str, Rule] = {
     "system_disk_size_gb": at_least(10),
     "node_service_account": EMAIL,
     "autoscaling_profile": choice(*AUTOSCALING_PROFILES),
+    "api_allowed_cidrs": control_plane.ALLOWED_CIDRS,
+    "api_allowed_cidrs[]": control_plane.CIDR,
     "gpu_networks[].key": DNS_LABEL,
     "gpu_networks[].mtu": between(1300, 8896),
     "gpu_networks[].roce_zone": ZONE,
@@ -321,6 +331,61 @@ def default_accelerator(pool: GpuPool) -> str:
     if shape.accelerator_type:
         return shape.accelerator_type
     return next(a for a in shape.attachable_accelerators if catalog.GCP_ATTACHABLE[a][0] == pool.gpu_model)
+
+
+# Who reaches the API. The Cluster API moved these settings to ``controlPlaneEndpointsConfig``; pulumi_gcp (the
+# Terraform provider's google_container_cluster) keeps the older input names and sends
+# ``private_cluster_config.enable_private_endpoint`` as ``ipEndpointsConfig.enablePublicEndpoint`` (negated),
+# ``master_authorized_networks_config`` as ``ipEndpointsConfig.authorizedNetworksConfig`` and ``enable_private_nodes``
+# as ``networkConfig.defaultEnablePrivateNodes`` (expandControlPlaneEndpointsConfig in
+# hashicorp/terraform-provider-google google/services/container/resource_container_cluster.go, since v6.11.0).
+# ``ip_endpoints_config`` only turns IP access off altogether, which would leave nothing inside the VPC to reach.
+
+
+def private_cluster_config(private_nodes: bool, public_endpoint: bool) -> Optional[dict[str, bool]]:
+    """``private_cluster_config``: private nodes, and the public IP endpoint off unless someone may reach it. A
+    cluster with public nodes and a public endpoint leaves the block out, as the provider's docs advise
+    (``ClusterPrivateClusterConfigArgs.public_endpoint``). Public nodes with a private endpoint is a Private Service
+    Connect cluster; the provider sets the endpoint in an update right after creating it."""
+    if not private_nodes and public_endpoint:
+        return None
+    return {"enable_private_nodes": private_nodes, "enable_private_endpoint": not public_endpoint}
+
+
+def master_authorized_networks(cidrs: list[str]) -> Optional[dict[str, Any]]:
+    """``master_authorized_networks_config`` of a public endpoint: exactly the allowed CIDRs. Authorized networks
+    otherwise also admit every Google Cloud VM's public IP; ``gcp_public_cidrs_access_enabled: false`` (gcloud's
+    ``--no-enable-google-cloud-access``) closes that (cloud.google.com/kubernetes-engine/docs/how-to/
+    authorized-networks). None without a public endpoint: the VPC reaches the internal endpoint."""
+    if not cidrs:
+        return None
+    return {
+        "cidr_blocks": [{"cidr_block": cidr, "display_name": f"apiAllowedCidrs[{i}]"} for i, cidr in enumerate(cidrs)],
+        "gcp_public_cidrs_access_enabled": False,
+    }
+
+
+CLOSED_DNS_ENDPOINT = {"dns_endpoint_config": {"allow_external_traffic": False}}
+"""``control_plane_endpoints_config``: GKE's DNS-based endpoint answers from any network that reaches Google APIs
+(IAM-checked, cloud.google.com/kubernetes-engine/docs/concepts/network-isolation); it stays closed to user traffic,
+so ``api_allowed_cidrs`` is the one way in from outside."""
+
+SECRETS_KEY_ROTATION = "7776000s"
+"""90 days, the rotation the CIS Google Cloud benchmark (1.10) asks of KMS keys; GKE keeps older versions to
+decrypt what they encrypted."""
+KMS_ENCRYPTER_DECRYPTER = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+
+
+def gke_service_agent(project_number: str) -> str:
+    """The IAM member of a project's GKE service agent, which encrypts and decrypts Secrets with the cluster's key
+    (cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets)."""
+    return f"serviceAccount:service-{project_number}@container-engine-robot.iam.gserviceaccount.com"
+
+
+def database_encryption(key_name: Optional[pulumi.Input[str]]) -> dict[str, Any]:
+    """``database_encryption``: ENCRYPTED with the key, or DECRYPTED without one. The provider keeps the last state
+    when the block is left out, so turning encryption off must say DECRYPTED."""
+    return {"state": "ENCRYPTED", "key_name": key_name} if key_name is not None else {"state": "DECRYPTED"}
 
 
 def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standalone: bool) -> None:
@@ -474,9 +539,11 @@ def _get(args: dict, key: str, default: Any = None) -> Any:
 
 
 class GkeCluster(pulumi.ComponentResource):
-    """A GKE Standard cluster for GPU work: VPC-native with Dataplane V2 and Workload Identity, the default pool
-    replaced by a small system pool, and (for GPUDirect) the extra NIC VPCs with multi-networking and the
-    in-cluster ``GKENetworkParamSet``/``Network`` objects pods attach them by."""
+    """A GKE Standard cluster for GPU work: VPC-native with Dataplane V2 (which enforces NetworkPolicies) and
+    Workload Identity (the GKE metadata server on every pool), the API's public endpoint off unless
+    ``api_allowed_cidrs`` names who may reach it, Secrets envelope-encrypted with a Cloud KMS key it creates, the
+    default pool replaced by a small system pool, and (for GPUDirect) the extra NIC VPCs with multi-networking and
+    the in-cluster ``GKENetworkParamSet``/``Network`` objects pods attach them by."""
 
     cluster_name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
@@ -503,6 +570,9 @@ class GkeCluster(pulumi.ComponentResource):
         network_ref, subnetwork_ref = self._node_network(name, prefix, region, args, pods_range, services_range)
         self._node_identity(name, prefix, cluster_name, args)
         self._gpu_vpcs(name, prefix, region, gpu_networks, gpu_cidr)
+        self._secrets_key(name, region, _get(args, "secrets_encryption", True))
+        self.api_allowed_cidrs: list[str] = list(_get(args, "api_allowed_cidrs", []))
+        private_nodes = _get(args, "private_nodes", True)
 
         managed_dcgm = _get(args, "managed_dcgm", False)
         self.multi_networking: bool = _get(args, "multi_networking", bool(gpu_networks))
@@ -522,9 +592,13 @@ class GkeCluster(pulumi.ComponentResource):
             enable_multi_networking=True if multi_networking else None,
             release_channel={"channel": _get(args, "release_channel", "REGULAR")},
             min_master_version=args.get("kubernetes_version"),
+            # Workload Identity: pods get Google credentials through the GKE metadata server (every pool sets
+            # GKE_METADATA), never the node's service account.
             workload_identity_config={"workload_pool": self.project.apply(lambda p: f"{p}.svc.id.goog")},
-            private_cluster_config={"enable_private_nodes": True, "enable_private_endpoint": False}
-            if _get(args, "private_nodes", True) else None,
+            private_cluster_config=private_cluster_config(private_nodes, bool(self.api_allowed_cidrs)),
+            master_authorized_networks_config=master_authorized_networks(self.api_allowed_cidrs),
+            control_plane_endpoints_config=CLOSED_DNS_ENDPOINT,
+            database_encryption=database_encryption(self.secrets_key.id if self.secrets_key else None),
             monitoring_config={"enable_components": ["SYSTEM_COMPONENTS", "DCGM"],
                                "managed_prometheus": {"enabled": True}} if managed_dcgm else None,
             # The default pool is replaced by the system pool below; it still boots once, with our identity.
@@ -534,7 +608,10 @@ class GkeCluster(pulumi.ComponentResource):
             deletion_protection=_get(args, "deletion_protection", True),
             cluster_autoscaling={**gke_cluster_autoscaling(),
                                  "autoscaling_profile": _get(args, "autoscaling_profile", GKE_PROFILE)},
-            opts=self._child(*self.service_account_roles, *([self.nat] if self.nat else [])),
+            # GKE's service agent must be able to use the key before a cluster is created with it
+            # (encrypting-secrets: grant the role, then create the cluster).
+            opts=self._child(*self.service_account_roles, *([self.nat] if self.nat else []),
+                             *([self.secrets_key_access] if self.secrets_key_access else [])),
         )
         system_zones = 1 if zone else gcp_options.REGIONAL_DEFAULT_ZONES
         system_min = _get(args, "system_min_nodes", 1)
@@ -561,6 +638,9 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
         self.cluster_name = self.cluster.name
+        # Without a public endpoint "the cluster's private endpoint is used as the cluster endpoint" (pulumi_gcp,
+        # enable_private_endpoint): the program that deploys the Kubernetes layer must run inside the VPC or a
+        # network connected to it.
         self.endpoint = self.cluster.endpoint
         self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(
             self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate,
@@ -644,6 +724,32 @@ class GkeCluster(pulumi.ComponentResource):
                 router=self.router.name, nat_ip_allocate_option="AUTO_ONLY",
                 source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES", opts=self._child())
         return self.network.self_link, self.subnetwork.self_link
+
+    def _secrets_key(self, name: str, region: str, enabled: bool) -> None:
+        """The Cloud KMS key ring and key that envelope-encrypt the cluster's Secrets, and GKE's use of the key.
+
+        GKE wants the key in the cluster's location (cloud.google.com/kubernetes-engine/docs/how-to/
+        encrypting-secrets); KMS has regions, not zones, so a zonal cluster's key is in its region. Key rings and
+        keys cannot be deleted from a project: destroying them only drops them from the stack and schedules the
+        key's versions for destruction (30 days by default, ``destroy_scheduled_duration``), after which anything
+        they encrypted is lost. A fixed name would therefore collide when a stack is created again, so the names are
+        Pulumi's auto-names (a random suffix kept in the stack's state: stable for the life of the stack). The
+        logical names must never change without an alias, or the key is replaced."""
+        self.secrets_key_ring: Optional[gcp.kms.KeyRing] = None
+        self.secrets_key: Optional[gcp.kms.CryptoKey] = None
+        self.secrets_key_access: Optional[gcp.kms.CryptoKeyIAMMember] = None
+        if not enabled:
+            return
+        self.secrets_key_ring = gcp.kms.KeyRing(
+            f"{name}-secrets", project=self.project, location=region, opts=self._child())
+        self.secrets_key = gcp.kms.CryptoKey(
+            f"{name}-secrets-key", key_ring=self.secrets_key_ring.id, purpose="ENCRYPT_DECRYPT",
+            rotation_period=SECRETS_KEY_ROTATION, opts=self._child())
+        project_number = gcp.organizations.get_project_output(
+            project_id=self.project, opts=pulumi.InvokeOptions(parent=self)).number
+        self.secrets_key_access = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-secrets-key-gke", crypto_key_id=self.secrets_key.id, role=KMS_ENCRYPTER_DECRYPTER,
+            member=project_number.apply(gke_service_agent), opts=self._child())
 
     def _node_identity(self, name: str, prefix: str, cluster_name: str, args: GkeClusterArgs) -> None:
         """The nodes' service account: the given one, or a new one with GKE's least-privilege node roles."""
@@ -865,6 +971,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         pods_range_name=options.pods_range_name,
         services_range_name=options.services_range_name,
         private_nodes=options.private_nodes,
+        api_allowed_cidrs=list(options.control_plane.api_allowed_cidrs),
+        secrets_encryption=options.control_plane.secrets_encryption,
         system_machine_type=system.machine_type,
         system_min_nodes=system.min_nodes,
         system_max_nodes=system.max_nodes,

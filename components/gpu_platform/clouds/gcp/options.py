@@ -3,6 +3,12 @@
 Cluster keys (top level of the stack's ``gpu-platform`` namespace) and pool keys (in each ``nodePools`` entry)
 become `GcpClusterOptions` / `GcpPoolOptions`. Rules that need the whole configuration (software mode, zones
 of every pool) run in `parse_cluster_options`, which sees every pool, so each error still names its field.
+
+The control-plane keys every managed cloud shares (``apiAllowedCidrs``, ``secretsEncryption``) are parsed by
+`gpu_platform.control_plane` into ``GcpClusterOptions.control_plane``: on GKE an empty ``apiAllowedCidrs`` (the
+default) turns the public IP endpoint off, a list of CIDRs keeps it with authorized networks limited to them, and
+``secretsEncryption`` (default true) turns on application-layer Secrets encryption with a Cloud KMS key the
+cluster creates.
 """
 
 import ipaddress
@@ -11,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ... import catalog
+from ... import catalog, control_plane
 from ...config import (
     ConfigError,
     as_mapping,
@@ -23,11 +29,12 @@ from ...config import (
     read_list,
     read_str,
 )
+from ...control_plane import ControlPlaneSecurity
 
 CLUSTER_KEYS = {
     "project", "zone", "releaseChannel", "network", "subnetwork", "podsRangeName", "servicesRangeName",
     "nodeCidr", "podCidr", "serviceCidr", "gpuNetworkCidr", "privateNodes", "systemPool", "nodeServiceAccount",
-    "deletionProtection", "managedDcgm",
+    "deletionProtection", "managedDcgm", *control_plane.KEYS,
 }
 POOL_KEYS = {
     "gpuDriverVersion", "imageType", "reservationAffinity", "reservations", "compactPlacement",
@@ -106,6 +113,8 @@ class GcpClusterOptions:
     """GKE deletion protection of the cluster."""
     managed_dcgm: bool = False
     """GKE-managed DCGM metrics (``monitoring_config`` component ``DCGM``). Default: on with ``cloud-managed``."""
+    control_plane: ControlPlaneSecurity = field(default_factory=ControlPlaneSecurity)
+    """``apiAllowedCidrs`` (default empty: no public endpoint) and ``secretsEncryption`` (default true)."""
 
     @property
     def regional(self) -> bool:
@@ -277,6 +286,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
         node_service_account=_read_email(raw, "nodeServiceAccount", ""),
         deletion_protection=read_bool(raw, "deletionProtection", "", True),
         managed_dcgm=read_bool(raw, "managedDcgm", "", config.gpu_software == "cloud-managed"),
+        control_plane=control_plane.parse_control_plane(raw),
     )
     if options.managed_dcgm and config.gpu_software != "cloud-managed":
         raise ConfigError("managedDcgm", "GKE's managed DCGM metrics need GKE's driver and device plugin "
