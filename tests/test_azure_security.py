@@ -304,7 +304,7 @@ def test_options_carry_the_control_plane():
                             "apiAllowedCidrs": ["203.0.113.0/24"], "secretsEncryption": False,
                             "adminGroupObjectIds": [GROUP_ID]}, "s").cluster_options
     assert options.control_plane.api_allowed_cidrs == ("203.0.113.0/24",)
-    assert (options.api_allowed_cidrs, options.secrets_encryption) == (("203.0.113.0/24",), False)
+    assert options.control_plane.secrets_encryption is False
     assert options.admin_group_object_ids == (GROUP_ID,)
 
 

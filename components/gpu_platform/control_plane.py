@@ -8,7 +8,7 @@ turns the result into its own API fields (see ``docs/security.md``):
                     default): the endpoint is private, reachable only from inside the network (nodes, a VPN, a
                     CI runner in the network). ``0.0.0.0/0`` opens it to the internet and must be written out.
 ``secretsEncryption`` Envelope-encrypt Kubernetes Secrets with a customer-managed key the platform creates
-                    (EKS KMS, GKE application-layer encryption, AKS KMS etc, OKE Vault). Default true.
+                    (EKS KMS, GKE application-layer encryption, AKS Key Vault KMS, OKE Vault). Default true.
 =================== ==========================================================================================
 
 ``existing`` clusters take neither: the platform does not own their control plane.
@@ -41,9 +41,12 @@ class ControlPlaneSecurity:
     """The API endpoint's reach and the Secrets encryption of a managed cluster."""
 
     api_allowed_cidrs: tuple[str, ...] = ()
-    """CIDRs allowed to the public endpoint; empty: no public endpoint at all."""
+    """IPv4 CIDRs allowed to reach the API endpoint from outside the cluster's network. Empty (the default): the
+    endpoint is private, reachable only from inside the network (nodes, a VPN, a CI runner there); ``0.0.0.0/0``
+    opens it to the internet and must be written out."""
     secrets_encryption: bool = True
-    """Envelope encryption of Secrets with a platform-created key."""
+    """Envelope-encrypt Kubernetes Secrets with a key the platform creates (EKS: KMS; AKS: Key Vault KMS; GKE:
+    Cloud KMS application-layer encryption; OKE: Vault). Default true; on OKE switching it replaces the cluster."""
 
     @property
     def public_endpoint(self) -> bool:

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Optional
 
-from .. import catalog, config, labels, pools
+from .. import catalog, config, control_plane, labels, pools
 from ..errors import ConfigError
 from .accepted_keys import keys_checked_in
 from .attribute_docs import attribute_docs, class_doc
 
 CLOUDS = ("aws", "azure", "gcp", "oci", "existing")
+MANAGED_CLOUDS = ("aws", "azure", "gcp", "oci")
+"""Clouds whose control plane the platform creates (`control_plane` keys)."""
 SECTIONS = ("monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training")
 """Top-level mapping sections, each parsed by ``config.parse_<section>`` into ``PlatformConfig.<section>``."""
 
@@ -56,7 +58,8 @@ def minimal_raw(cloud: str) -> dict[str, Any]:
     """The smallest valid ``gpu-platform`` configuration of ``cloud`` (one pool, one team)."""
     if cloud == "existing":
         pool: dict[str, Any] = {"name": "gpu", "gpuModel": "h100", "gpusPerNode": 8}
-        return {"cloud": cloud, "nodePools": [pool], "teams": [dict(_TEAM)]}
+        # A team is isolated by NetworkPolicies, which an existing cluster must declare it enforces.
+        return {"cloud": cloud, "nodePools": [pool], "teams": [dict(_TEAM)], "networkPolicyEnforced": True}
     raw: dict[str, Any] = {"cloud": cloud, "region": {"aws": "us-west-2", "azure": "westeurope", "gcp": "us-central1",
                                                       "oci": "us-ashburn-1"}[cloud],
                            "nodePools": [{"name": "gpu", "instanceType": _shape(cloud)}], "teams": [dict(_TEAM)]}
@@ -125,6 +128,9 @@ def shared_sections() -> list[Section]:
         Section("teams", "`teams[]`", "teams[]", config.TeamConfig,
                 tuple(sorted(keys_checked_in(config, "parse_team"))), CLOUDS, lambda c: c.teams[0]),
     ]
+    sections.append(Section("control-plane", "Managed clouds: API endpoint and Secrets encryption", "",
+                            control_plane.ControlPlaneSecurity, tuple(sorted(control_plane.KEYS)), MANAGED_CLOUDS,
+                            lambda c: c.cluster_options.control_plane))
     for name in SECTIONS:
         model = type(getattr(config.PlatformConfig(stack="", cloud="", region="", node_pools=()), name))
         sections.append(Section(name, f"`{name}`", name, model,
@@ -139,7 +145,7 @@ def cloud_sections(cloud: str) -> list[Section]:
     label = catalog.CLOUD_NAMES[cloud]
     sections = [
         Section(f"{cloud}-cluster", f"{label}: top-level keys", "", _return_type(module.parse_cluster_options),
-                tuple(sorted(module.CLUSTER_KEYS)), (cloud,), lambda c: c.cluster_options),
+                tuple(sorted(set(module.CLUSTER_KEYS) - control_plane.KEYS)), (cloud,), lambda c: c.cluster_options),
         Section(f"{cloud}-pools", f"{label}: `nodePools[]` keys", "nodePools[]",
                 _return_type(module.parse_pool_options), tuple(sorted(module.POOL_KEYS)), (cloud,),
                 lambda c: c.node_pools[0].cloud_options),

@@ -456,7 +456,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     ]
     cluster_args = AksClusterArgs(
         location=config.region, kubernetes_version=config.kubernetes_version, os_sku=options.os_sku,
-        api_allowed_cidrs=list(options.api_allowed_cidrs), secrets_encryption=options.secrets_encryption,
+        api_allowed_cidrs=list(options.control_plane.api_allowed_cidrs),
+        secrets_encryption=options.control_plane.secrets_encryption,
         admin_group_object_ids=list(options.admin_group_object_ids),
         pod_cidr=options.pod_cidr, service_cidr=options.service_cidr, dns_service_ip=options.dns_service_ip,
         system_pool_vm_size=options.system_pool_vm_size, system_pool_min_nodes=options.system_pool_min_nodes,

@@ -113,17 +113,6 @@ class AzureClusterOptions:
     """Entra ID group object IDs whose members are cluster-admin (``aadProfile.adminGroupObjectIDs``); Azure RBAC
     role assignments grant everyone else."""
 
-    @property
-    def api_allowed_cidrs(self) -> tuple[str, ...]:
-        """IPv4 CIDRs allowed to reach the API server. Empty (the default): a private cluster, whose API server
-        only the VNet reaches; otherwise a public endpoint restricted to these ranges (``authorizedIPRanges``)."""
-        return self.control_plane.api_allowed_cidrs
-
-    @property
-    def secrets_encryption(self) -> bool:
-        """Envelope-encrypt Secrets in etcd with AKS KMS and a key in a key vault the stack creates."""
-        return self.control_plane.secrets_encryption
-
 
 @dataclass(frozen=True)
 class AzurePoolOptions:

@@ -51,9 +51,9 @@ class ExistingClusterOptions:
     context: Optional[str] = None
     """Kubeconfig context to use."""
     network_policy_enforced: bool = False
-    """``networkPolicyEnforced``: the cluster runs a NetworkPolicy engine (Calico, Cilium, ...). The platform cannot
-    see that offline, so the stack states it; while false, a stack whose teams, monitoring, inference or optimizer
-    are isolated by NetworkPolicies is refused (see `isolation.unenforced_problem`)."""
+    """The cluster runs a NetworkPolicy engine (Calico, Cilium, ...); default false. The platform cannot see that
+    offline, so the stack states it; while false, a stack whose teams, monitoring, inference or optimizer are
+    isolated by NetworkPolicies is refused (see `isolation.unenforced_problem`)."""
 
 
 @dataclass(frozen=True)
