@@ -196,7 +196,7 @@ def test_oke_addon_scales_every_pool_with_its_bounds(oke):
 
 
 def test_oke_addon_workload_identity_policy(oke):
-    policy = oke.one("oci:Identity/policy:Policy").inputs
+    policy = oke.one("oci:Identity/policy:Policy", "oci-dev-cluster-autoscaler-policy").inputs
     compartment = "ocid1.compartment.oc1..aaaaaaaagpuplatformexamplecompartment0000000000000000"
     assert policy["compartmentId"] == compartment
     assert policy["statements"] == policy_statements(compartment, "ocid1.cluster.oc1.iad.oci-dev-oke")

@@ -143,7 +143,9 @@ def test_enhanced_cluster_with_vcn_native_pods_and_a_secret_kubeconfig(dev):
         "vcnId": "ocid1.vcn.oc1.iad.oci-test-network-vcn",
         "type": "ENHANCED_CLUSTER",
         "clusterPodNetworkOptions": [{"cniType": "OCI_VCN_IP_NATIVE"}],
-        "endpointConfig": {"subnetId": "ocid1.subnet.oc1.iad.oci-test-network-endpoint", "isPublicIpEnabled": True},
+        # Secure by default: no public IP on the API endpoint, Secrets encrypted with the stack's own Vault key.
+        "endpointConfig": {"subnetId": "ocid1.subnet.oc1.iad.oci-test-network-endpoint", "isPublicIpEnabled": False},
+        "kmsKeyId": "ocid1.key.oc1.iad.oci-test-secrets-key",
         "options": {"serviceLbSubnetIds": ["ocid1.subnet.oc1.iad.oci-test-network-load-balancers"],
                     "kubernetesNetworkConfig": {"servicesCidr": "10.96.0.0/16"}},
     }
@@ -188,7 +190,7 @@ def test_existing_vcn_creates_no_network_and_uses_the_given_subnets():
     subnet = "ocid1.subnet.oc1.iad.aaaaaaaa{}"
     rec, _ = run_oci(dict(A10), vcnId="ocid1.vcn.oc1.iad.aaaaaaaavcn", endpointSubnetId=subnet.format("api"),
                      workerSubnetId=subnet.format("workers"), podSubnetId=subnet.format("pods"),
-                     loadBalancerSubnetId=subnet.format("lb"), publicEndpoint=False, kubernetesPatchVersion="v1.34.1")
+                     loadBalancerSubnetId=subnet.format("lb"), kubernetesPatchVersion="v1.34.1")
     assert not [r for r in rec if r.type.startswith("oci:Core/") or r.type == "gpuplatform:index:OkeVcn"]
     cluster = rec.one("oci:ContainerEngine/cluster:Cluster").inputs
     assert (cluster["vcnId"], cluster["kubernetesVersion"]) == ("ocid1.vcn.oc1.iad.aaaaaaaavcn", "v1.34.1")

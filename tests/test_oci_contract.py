@@ -97,10 +97,25 @@ MISUSE = {
         lambda: OkeVcn("net", {"compartment_id": COMPARTMENT, "cidr": "10.0.0.0/24"}),
         "OkeVcn net: cidr: '10.0.0.0/24' is too small; the API, worker, pod and load-balancer subnets need a /16 or "
         "larger"),
-    "allowed CIDRs on a private endpoint": (
-        lambda: OkeVcn("net", {"compartment_id": COMPARTMENT, "public_endpoint": False,
-                               "api_allowed_cidrs": ["192.0.2.0/24"]}),
-        "OkeVcn net: api_allowed_cidrs: only applies with public_endpoint true"),
+    "first-round public_endpoint on the VCN": (
+        lambda: OkeVcn("net", {"compartment_id": COMPARTMENT, "public_endpoint": True}),
+        "OkeVcn net: public_endpoint: was replaced by api_allowed_cidrs (empty: private endpoint only; a list of "
+        "CIDRs: a public endpoint open to those CIDRs only)"),
+    "first-round public_endpoint on the cluster": (
+        lambda: OkeCluster("oke", {"compartment_id": COMPARTMENT, "public_endpoint": False}),
+        "OkeCluster oke: public_endpoint: was replaced by api_allowed_cidrs (empty: private endpoint only; a list "
+        "of CIDRs: a public endpoint open to those CIDRs only)"),
+    "allowed CIDR that is not a CIDR": (
+        lambda: OkeCluster("oke", {"compartment_id": COMPARTMENT, "api_allowed_cidrs": ["office"]}),
+        "OkeCluster oke: api_allowed_cidrs[0]: 'office' is not an IPv4 CIDR block such as 203.0.113.0/24 (Expected "
+        "4 octets in 'office')"),
+    "allowed CIDR listed twice": (
+        lambda: OkeCluster("oke", {"compartment_id": COMPARTMENT,
+                                   "api_allowed_cidrs": ["192.0.2.0/24", "192.0.2.0/24"]}),
+        "OkeCluster oke: api_allowed_cidrs: lists a CIDR twice"),
+    "secrets encryption not a boolean": (
+        lambda: OkeCluster("oke", {"compartment_id": COMPARTMENT, "secrets_encryption": "yes"}),
+        "OkeCluster oke: secrets_encryption: must be true or false, got 'yes'"),
     "autoscaler without pools": (
         lambda: OkeClusterAutoscaler("ca", {"cluster_id": PLAIN["cluster_id"], "compartment_id": COMPARTMENT,
                                             "node_pools": []}),

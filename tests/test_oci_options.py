@@ -4,6 +4,7 @@ import pytest
 
 from gpu_platform.clouds.oci.options import OciClusterOptions, OciPoolOptions
 from gpu_platform.config import ConfigError, parse_config
+from gpu_platform.control_plane import ControlPlaneSecurity
 
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaaexamplecompartment"
 IMAGE = "ocid1.image.oc1.iad.aaaaaaaaexampleimage"
@@ -24,11 +25,12 @@ def existing_vcn(**drop):
     return {k: v for k, v in keys.items() if k not in drop}
 
 
-def test_defaults_build_a_new_vcn_with_a_public_endpoint():
+def test_defaults_build_a_new_vcn_with_a_private_endpoint_and_encrypted_secrets():
     config = parse_config(oci(), "s")
     assert config.cluster_options == OciClusterOptions()
-    assert (config.cluster_options.vcn_cidr, config.cluster_options.public_endpoint) == ("10.0.0.0/16", True)
-    assert config.cluster_options.api_allowed_cidrs == ("0.0.0.0/0",)
+    assert config.cluster_options.vcn_cidr == "10.0.0.0/16"
+    assert config.cluster_options.control_plane == ControlPlaneSecurity(api_allowed_cidrs=(), secrets_encryption=True)
+    assert not config.cluster_options.control_plane.public_endpoint
     assert config.node_pools[0].cloud_options == OciPoolOptions(boot_volume_size_gib=512)
     assert config.gpu_software == "cloud-managed"
 
@@ -44,12 +46,12 @@ def test_pool_keys_are_parsed():
 
 
 def test_cluster_keys_are_parsed():
-    config = parse_config(oci(vcnCidr="10.20.0.0/16", apiAllowedCidrs=["203.0.113.0/24"],
+    config = parse_config(oci(vcnCidr="10.20.0.0/16", apiAllowedCidrs=["203.0.113.0/24"], secretsEncryption=False,
                               availabilityDomains=[2, 1], kubernetesVersion="1.33",
                               kubernetesPatchVersion="v1.33.1"), "s")
     assert config.cluster_options == OciClusterOptions(
-        vcn_cidr="10.20.0.0/16", api_allowed_cidrs=("203.0.113.0/24",), availability_domains=(2, 1),
-        kubernetes_patch_version="v1.33.1")
+        vcn_cidr="10.20.0.0/16", availability_domains=(2, 1), kubernetes_patch_version="v1.33.1",
+        control_plane=ControlPlaneSecurity(api_allowed_cidrs=("203.0.113.0/24",), secrets_encryption=False))
 
 
 def test_existing_vcn_takes_all_four_subnets():
@@ -104,10 +106,16 @@ ERRORS = [
      "s: vcnCidr: '10.0.0.1/16' is not an IPv4 CIDR block (10.0.0.1/16 has host bits set)"),
     ("VCN overlapping the Service CIDR", oci(vcnCidr="10.96.0.0/16"),
      "s: vcnCidr: '10.96.0.0/16' overlaps the Kubernetes Service CIDR 10.96.0.0/16"),
-    ("API allow-list on a private endpoint", oci(publicEndpoint=False, apiAllowedCidrs=["10.0.0.0/8"]),
-     "s: apiAllowedCidrs: only applies with publicEndpoint: true"),
     ("API allow-list entry not a CIDR", oci(apiAllowedCidrs=["office"]),
-     "s: apiAllowedCidrs[0]: 'office' is not an IPv4 CIDR block (Expected 4 octets in 'office')"),
+     "s: apiAllowedCidrs[0]: 'office' is not an IPv4 CIDR block such as 203.0.113.0/24 (Expected 4 octets in "
+     "'office')"),
+    ("API allow-list entry with host bits", oci(apiAllowedCidrs=["203.0.113.7/24"]),
+     "s: apiAllowedCidrs[0]: '203.0.113.7/24' is not an IPv4 CIDR block such as 203.0.113.0/24 (203.0.113.7/24 "
+     "has host bits set)"),
+    ("API allow-list entry twice", oci(apiAllowedCidrs=["203.0.113.0/24", "203.0.113.0/24"]),
+     "s: apiAllowedCidrs: lists a CIDR twice"),
+    ("secretsEncryption not a boolean", oci(secretsEncryption="yes"),
+     "s: secretsEncryption: must be true or false, got 'yes'"),
     ("patch version of another minor", oci(kubernetesPatchVersion="v1.33.1"),
      "s: kubernetesPatchVersion: 'v1.33.1' does not match kubernetesVersion '1.34'"),
     ("malformed patch version", oci(kubernetesPatchVersion="1.34.1"),

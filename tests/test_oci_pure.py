@@ -157,7 +157,7 @@ def test_larger_vcn_uses_its_first_slash_16():
 
 def test_security_rules_open_the_oke_ports():
     layout = oci_network.subnet_layout("10.0.0.0/16")
-    rules = oci_network.subnet_rules(layout, ("203.0.113.0/24",), public_endpoint=True)
+    rules = oci_network.subnet_rules(layout, ("203.0.113.0/24",))
     endpoint_in = {(r.peer, r.protocol, r.ports) for r in rules["endpoint"]["ingress"]}
     assert ("203.0.113.0/24", "6", (6443, 6443)) in endpoint_in
     assert {("10.0.16.0/20", "6", (6443, 6443)), ("10.0.16.0/20", "6", (12250, 12250)),
@@ -165,13 +165,14 @@ def test_security_rules_open_the_oke_ports():
     workers_in = {(r.peer, r.protocol, r.ports) for r in rules["workers"]["ingress"]}
     assert {("10.0.1.0/24", "6", (30000, 32767)), ("10.0.1.0/24", "6", (10256, 10256)),
             ("10.0.0.0/28", "6", None)} <= workers_in
-    private = oci_network.subnet_rules(layout, ("0.0.0.0/0",), public_endpoint=False)
-    assert all(r.peer != "0.0.0.0/0" for r in private["endpoint"]["ingress"])
+    # No allowed CIDRs: only the worker and pod subnets reach the endpoint.
+    private = oci_network.subnet_rules(layout, ())
+    assert {r.peer for r in private["endpoint"]["ingress"]} == {"10.0.16.0/20", "10.0.64.0/18"}
 
 
 def test_security_rule_args_are_pulumi_oci_argument_names():
     layout = oci_network.subnet_layout("10.0.0.0/16")
-    rules = oci_network.subnet_rules(layout, ("0.0.0.0/0",), public_endpoint=True)
+    rules = oci_network.subnet_rules(layout, ("0.0.0.0/0",))
     label = "all-iad-services-in-oracle-services-network"
     for subnet in rules.values():
         args = oci_network.security_list_args(subnet, label)

@@ -20,6 +20,7 @@ from ...kube.common import child_opts
 from ..autoscaler_profile import GpuScalingProfile, OkeNodePoolRange, oke_addon_configurations
 from ..handle import ClusterHandle
 from . import contract
+from .iam import compartment_scope
 
 ADDON_NAME = "ClusterAutoscaler"
 NAMESPACE = "kube-system"
@@ -47,8 +48,10 @@ def workload_principal(cluster_id: str) -> str:
 
 
 def policy_statements(compartment_id: str, cluster_id: str) -> list[str]:
-    """IAM statements granting the add-on's workload identity its permissions in the compartment."""
-    return [f"Allow any-user to {permission} in compartment id {compartment_id} where ALL "
+    """IAM statements granting the add-on's workload identity (not the nodes: no instance principal, no dynamic
+    group) its permissions in the compartment, exactly Oracle's list for workload identity principals
+    (contengusingclusterautoscaler.htm, "Using workload identity principals to enable access to node pools")."""
+    return [f"Allow any-user to {permission} in {compartment_scope(compartment_id)} where ALL "
             f"{{{workload_principal(cluster_id)}}}" for permission in PERMISSIONS]
 
 

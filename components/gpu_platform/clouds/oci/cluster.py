@@ -1,6 +1,10 @@
 """Oracle Cloud: an enhanced OKE cluster with VCN-native pod networking, and GPU / RoCEv2 RDMA node pools.
 
-`OkeCluster` builds (or reuses) the VCN, the cluster, its kubeconfig and a Kubernetes provider.
+`OkeCluster` builds (or reuses) the VCN, the cluster, its kubeconfig and a Kubernetes provider. Secure by default:
+the API endpoint has no public IP unless ``api_allowed_cidrs`` names who may reach it (then TCP 6443 from those
+CIDRs only), and Kubernetes Secrets are envelope-encrypted with a Vault key the component creates, which only OKE
+clusters may use (``secrets_encryption``). OKE's CNIs enforce no NetworkPolicy: `cluster_from_config` hands the
+Kubernetes layer the settings for Calico beside the VCN-native CNI (`kube.network_policy_engine`).
 `OkeGpuNodePool` is one ``oci.containerengine.NodePool`` of a catalogued GPU shape: the OKE GPU image looked up
 for the Kubernetes version (or a given image), taints through kubelet ``--register-with-taints`` in cloud-init
 (OKE node pools have no taint field), labels through ``initial_node_labels``, and on ``rdma`` pools an
@@ -25,12 +29,26 @@ from . import contract
 from . import images as oci_images
 from . import network as oci_network
 from . import rdma as oci_rdma
+from .iam import secrets_key_statement
 from .options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, pool_args
 from .vcn import OkeVcn
 
 ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
 VCN_NATIVE_CNI = "OCI_VCN_IP_NATIVE"
 KUBECONFIG_TOKEN_VERSION = "2.0.0"
+PUBLIC_ENDPOINT, PRIVATE_ENDPOINT = "PUBLIC_ENDPOINT", "PRIVATE_ENDPOINT"
+"""``get_cluster_kube_config`` endpoints: the kubeconfig can target one endpoint of the cluster at a time."""
+VCN_NATIVE_INTERFACE_PREFIX = "oci"
+"""Prefix of the host-side interfaces OKE's VCN-native CNI creates for pods: Felix's ``FELIX_INTERFACEPREFIX`` in
+Oracle's "Installing Calico alongside the OCI VCN-Native Pod Networking CNI plugin" (contengsettingupcalico.htm)."""
+# Secrets encryption (Oracle: "Encrypting Kubernetes Secrets at Rest in Etcd", contengencryptingdata.htm): a master
+# encryption key in Vault of protection mode Software or HSM and shape AES 128/256 (or RSA, ECDSA). HSM (the Key
+# default, pulumi_oci Key.protection_mode): the key persists in, and is only used inside, the hardware security
+# module. AES-256: 32 bytes (pulumi_oci KeyKeyShape.length is in bytes: AES 16, 24 or 32). A DEFAULT vault, not a
+# VIRTUAL_PRIVATE one (a dedicated partition, priced differently): the key, not the partition, is this cluster's.
+VAULT_TYPE = "DEFAULT"
+SECRETS_KEY_SHAPE = {"algorithm": "AES", "length": 32}
+SECRETS_KEY_PROTECTION_MODE = "HSM"
 IMAGE_SOURCE = "IMAGE"
 PREEMPTION_ACTION = "TERMINATE"
 
@@ -58,6 +76,17 @@ def placement_configs(availability_domains: list[str], subnet_id: str, preemptib
                 "preemption_action": {"type": PREEMPTION_ACTION, "is_preserve_boot_volume": False}}
         placement.append(config)
     return placement
+
+
+def network_policy_engine_args() -> dict[str, str]:
+    """What the Kubernetes layer's `CalicoPolicyEngine` needs on OKE with VCN-native pod networking (the CNI this
+    layer always selects): the prefix of the CNI's pod interfaces."""
+    return {"interface_prefix": VCN_NATIVE_INTERFACE_PREFIX}
+
+
+def kubeconfig_endpoint(public_endpoint: bool) -> str:
+    """The endpoint the platform's kubeconfig targets: the public one only when there is one."""
+    return PUBLIC_ENDPOINT if public_endpoint else PRIVATE_ENDPOINT
 
 
 def select_availability_domains(names: list[str], numbers: tuple[int, ...]) -> list[str]:
@@ -96,14 +125,21 @@ class OkeClusterArgs(TypedDict, total=False):
     """Existing subnet pods take VCN-native IPs from."""
     load_balancer_subnet_id: pulumi.Input[str]
     """Existing subnet of Service load balancers."""
-    public_endpoint: bool
-    """Public IP on the Kubernetes API endpoint (the kubeconfig then targets it). Default true."""
     api_allowed_cidrs: list[str]
-    """CIDRs allowed to reach the public API endpoint (created VCN only). Default ``["0.0.0.0/0"]``."""
+    """IPv4 CIDRs allowed to reach the Kubernetes API endpoint from outside the VCN (at most 40). Default none: no
+    public IP; the endpoint answers inside the VCN only and the kubeconfig targets the private endpoint, so the
+    program must run where it reaches it. A list: a public IP with TCP 6443 open from those CIDRs only (the created
+    VCN's endpoint security list; with ``vcn_id``, a network security group on the endpoint in addition to the
+    owner's rules, and the endpoint subnet must allow public IPs). ``0.0.0.0/0`` opens it to the internet."""
+    secrets_encryption: bool
+    """Envelope-encrypt Kubernetes Secrets in etcd with a Vault key (AES-256, HSM) the component creates, with the
+    IAM policy that lets OKE clusters use it. OKE takes the key only when it creates a cluster: changing this later
+    replaces the cluster. Default true."""
 
 
 class OkeCluster(pulumi.ComponentResource):
-    """An enhanced OKE cluster with VCN-native pod networking, its kubeconfig and a Kubernetes provider."""
+    """An enhanced OKE cluster with VCN-native pod networking, its kubeconfig and a Kubernetes provider; a private
+    API endpoint unless ``api_allowed_cidrs`` is given, Secrets encrypted with its own Vault key by default."""
 
     cluster_id: pulumi.Output[str]
     cluster_name: pulumi.Output[str]
@@ -115,25 +151,43 @@ class OkeCluster(pulumi.ComponentResource):
     pod_subnet_id: pulumi.Output[str]
     load_balancer_subnet_id: pulumi.Output[str]
     endpoint_subnet_id: pulumi.Output[str]
+    secrets_key_id: pulumi.Output[Optional[str]]
 
     def __init__(self, name: str, args: OkeClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         checker = Args("OkeCluster", name, cloud="oci")
+        contract.refuse_renamed(checker, args)
         args = checker.check(args, OkeClusterArgs, contract.CLUSTER_RULES)  # type: ignore[assignment]
         contract.check_cluster(checker, args)
         super().__init__("gpuplatform:index:OkeCluster", name, {}, opts)
         compartment = args["compartment_id"]
-        public = args.get("public_endpoint", True)
+        allowed = list(args.get("api_allowed_cidrs", []))
+        public = bool(allowed)
         invoke = pulumi.InvokeOutputOptions(parent=self)
 
+        endpoint_config: dict = {"is_public_ip_enabled": public}
+        endpoint_rules: list = []
+        self.api_clients = None
         if args.get("vcn_id") is not None:
             self.network = None
             vcn_id = pulumi.Output.from_input(args["vcn_id"])
             subnets = {k: pulumi.Output.from_input(args[k]) for k in (
                 "endpoint_subnet_id", "worker_subnet_id", "pod_subnet_id", "load_balancer_subnet_id")}
+            if allowed:
+                # The owner's security lists are not ours to change: the allowed CIDRs get a network security
+                # group on the endpoint (a packet is admitted when either the subnet's lists or an NSG allows it).
+                self.api_clients = oci.core.NetworkSecurityGroup(
+                    f"{name}-api-clients", compartment_id=compartment, vcn_id=vcn_id,
+                    display_name=f"{name}-api-clients", opts=child_opts(self, opts))
+                endpoint_rules = [
+                    oci.core.NetworkSecurityGroupSecurityRule(
+                        f"{name}-api-client-{i}", network_security_group_id=self.api_clients.id,
+                        **oci_network.nsg_rule_args(rule), opts=child_opts(self, opts))
+                    for i, rule in enumerate(oci_network.api_client_rules(tuple(allowed)))]
+                endpoint_config["nsg_ids"] = [self.api_clients.id]
         else:
             self.network = OkeVcn(f"{name}-network", {
                 "compartment_id": compartment, "cidr": args.get("vcn_cidr", "10.0.0.0/16"),
-                "public_endpoint": public, "api_allowed_cidrs": args.get("api_allowed_cidrs", ["0.0.0.0/0"]),
+                "api_allowed_cidrs": allowed,
             }, opts=child_opts(self, opts))
             vcn_id = self.network.vcn_id
             subnets = {"endpoint_subnet_id": self.network.endpoint_subnet_id,
@@ -149,6 +203,23 @@ class OkeCluster(pulumi.ComponentResource):
                 cluster_option_id="all", compartment_id=compartment, opts=invoke)
             version = options.kubernetes_versions.apply(lambda v: oci_images.latest_patch_version(v, requested))
 
+        self.vault = self.secrets_key = self.secrets_key_policy = None
+        kms_key_id: Optional[pulumi.Output[str]] = None
+        if args.get("secrets_encryption", True):
+            self.vault = oci.kms.Vault(f"{name}-vault", compartment_id=compartment, display_name=f"{name}-secrets",
+                                       vault_type=VAULT_TYPE, opts=child_opts(self, opts))
+            self.secrets_key = oci.kms.Key(
+                f"{name}-secrets-key", compartment_id=compartment, display_name=f"{name}-secrets",
+                key_shape=dict(SECRETS_KEY_SHAPE), protection_mode=SECRETS_KEY_PROTECTION_MODE,
+                management_endpoint=self.vault.management_endpoint, opts=child_opts(self, opts))
+            self.secrets_key_policy = oci.identity.Policy(
+                f"{name}-secrets-key-policy", compartment_id=compartment,
+                description=f"OKE cluster {name}: envelope encryption of Kubernetes Secrets with its Vault key",
+                statements=pulumi.Output.all(compartment, self.secrets_key.id).apply(
+                    lambda ids: [secrets_key_statement(ids[0], ids[1])]),
+                opts=child_opts(self, opts))
+            kms_key_id = self.secrets_key.id
+
         self.cluster = oci.containerengine.Cluster(
             f"{name}-oke",
             compartment_id=compartment,
@@ -157,15 +228,18 @@ class OkeCluster(pulumi.ComponentResource):
             vcn_id=vcn_id,
             type=ENHANCED_CLUSTER,
             cluster_pod_network_options=[{"cni_type": VCN_NATIVE_CNI}],
-            endpoint_config={"subnet_id": subnets["endpoint_subnet_id"], "is_public_ip_enabled": public},
+            endpoint_config={"subnet_id": subnets["endpoint_subnet_id"], **endpoint_config},
+            kms_key_id=kms_key_id,
             options={
                 "service_lb_subnet_ids": [subnets["load_balancer_subnet_id"]],
                 "kubernetes_network_config": {"services_cidr": oci_network.SERVICES_CIDR},
             },
-            opts=child_opts(self, opts),
+            # OKE checks that the cluster may use the key when it creates it: the policy comes first.
+            opts=child_opts(self, opts, depends_on=[*endpoint_rules, *filter(None, [self.secrets_key_policy])]),
         )
+        # Without a public IP the kubeconfig must target the private endpoint (the public one does not exist).
         kubeconfig = oci.containerengine.get_cluster_kube_config_output(
-            cluster_id=self.cluster.id, endpoint="PUBLIC_ENDPOINT" if public else "PRIVATE_ENDPOINT",
+            cluster_id=self.cluster.id, endpoint=kubeconfig_endpoint(public),
             token_version=KUBECONFIG_TOKEN_VERSION, opts=invoke)
         self.kubeconfig = pulumi.Output.secret(kubeconfig.content)
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
@@ -181,12 +255,14 @@ class OkeCluster(pulumi.ComponentResource):
         self.worker_subnet_id = subnets["worker_subnet_id"]
         self.pod_subnet_id = subnets["pod_subnet_id"]
         self.load_balancer_subnet_id = subnets["load_balancer_subnet_id"]
+        self.secrets_key_id = pulumi.Output.from_input(kms_key_id)
         self.register_outputs({
             "cluster_id": self.cluster_id, "cluster_name": self.cluster_name,
             "kubernetes_version": self.kubernetes_version, "kubeconfig": self.kubeconfig,
             "availability_domains": self.availability_domains, "vcn_id": self.vcn_id,
             "worker_subnet_id": self.worker_subnet_id, "pod_subnet_id": self.pod_subnet_id,
             "load_balancer_subnet_id": self.load_balancer_subnet_id, "endpoint_subnet_id": self.endpoint_subnet_id,
+            "secrets_key_id": self.secrets_key_id,
         })
 
 
@@ -329,14 +405,15 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         "compartment_id": config.compartment_id,
         "kubernetes_version": options.kubernetes_patch_version or config.kubernetes_version,
         "cluster_name": name,
-        "public_endpoint": options.public_endpoint,
+        "api_allowed_cidrs": list(options.control_plane.api_allowed_cidrs),
+        "secrets_encryption": options.control_plane.secrets_encryption,
     }
     if options.existing_vcn:
         cluster_args.update(vcn_id=options.vcn_id, endpoint_subnet_id=options.endpoint_subnet_id,
                             worker_subnet_id=options.worker_subnet_id, pod_subnet_id=options.pod_subnet_id,
                             load_balancer_subnet_id=options.load_balancer_subnet_id)
     else:
-        cluster_args.update(vcn_cidr=options.vcn_cidr, api_allowed_cidrs=list(options.api_allowed_cidrs))
+        cluster_args.update(vcn_cidr=options.vcn_cidr)
     cluster = OkeCluster(name, cluster_args, opts=cloud_opts)
 
     disable_plugin = config.gpu_software != "cloud-managed"
@@ -379,7 +456,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "load_balancer_subnet_id": cluster.load_balancer_subnet_id,
             "compute_cluster_ids": {c.gpu_pool.name: c.compute_cluster_id for c in components
                                     if c.gpu_pool.rdma_fabric},
+            "secrets_key_id": cluster.secrets_key_id,
             "oci_provider": provider,
+            # `kube.network_policy_engine.CalicoPolicyEngine` arguments: OKE's CNI enforces no NetworkPolicy.
+            "network_policy_engine": network_policy_engine_args(),
         },
         ready=components,
     )

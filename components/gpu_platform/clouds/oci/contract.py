@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ... import catalog
+from ... import catalog, control_plane
 from ...component_args import Args, Rule, at_least, between
 from .options import (
     AD_NAME,
@@ -15,7 +15,6 @@ from .options import (
     MAX_BOOT_VOLUME_GIB,
     MIN_BOOT_VOLUME_GIB,
     PATCH_VERSION,
-    cidr_problem,
     is_bare_metal,
     ocid_problem,
     vcn_cidr_problem,
@@ -34,7 +33,6 @@ def ocid(kind: str, *others: str) -> Rule:
 
 
 COMPARTMENT = ocid("compartment", "tenancy")
-CIDR = Rule(check=cidr_problem)
 VCN_CIDR = Rule(check=vcn_cidr_problem)
 
 
@@ -67,12 +65,14 @@ CLUSTER_RULES: dict[str, Rule] = {
     "worker_subnet_id": ocid("subnet"),
     "pod_subnet_id": ocid("subnet"),
     "load_balancer_subnet_id": ocid("subnet"),
-    "api_allowed_cidrs[]": CIDR,
+    "api_allowed_cidrs": control_plane.ALLOWED_CIDRS,
+    "api_allowed_cidrs[]": control_plane.CIDR,
 }
 VCN_RULES: dict[str, Rule] = {
     "compartment_id": COMPARTMENT,
     "cidr": VCN_CIDR,
-    "api_allowed_cidrs[]": CIDR,
+    "api_allowed_cidrs": control_plane.ALLOWED_CIDRS,
+    "api_allowed_cidrs[]": control_plane.CIDR,
 }
 POOL_RULES: dict[str, Rule] = {
     "cluster_id": ocid("cluster"),
@@ -102,26 +102,33 @@ AUTOSCALER_RULES: dict[str, Rule] = {
 _SUBNETS = ("endpoint_subnet_id", "worker_subnet_id", "pod_subnet_id", "load_balancer_subnet_id")
 
 
+RENAMED_ARGS = {"public_endpoint": "api_allowed_cidrs"}
+"""First-round arguments of `OkeCluster` and `OkeVcn` and the argument that replaced them."""
+
+
+def refuse_renamed(checker: Args, args: Any) -> None:
+    """Refuse a first-round argument with a pointer to its replacement (before the unknown-argument check, whose
+    message would not say what to use instead)."""
+    if not isinstance(args, Mapping):
+        return
+    for old, new in RENAMED_ARGS.items():
+        if old in args:
+            checker.fail(old, f"was replaced by {new} (empty: private endpoint only; a list of CIDRs: a public "
+                              "endpoint open to those CIDRs only)")
+
+
 def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
-    """An existing VCN comes with its four subnets and without the created VCN's settings; allowed CIDRs only
-    on a public endpoint."""
+    """An existing VCN comes with its four subnets and without the created VCN's CIDR."""
     if "vcn_id" in args:
         for key in _SUBNETS:
             if key not in args:
                 checker.fail(key, f"is required with vcn_id (an existing VCN needs all of {', '.join(_SUBNETS)})")
-        for key in ("vcn_cidr", "api_allowed_cidrs"):
-            if key in args:
-                checker.fail(key, "applies to the VCN OkeCluster creates; remove it or remove vcn_id")
+        if "vcn_cidr" in args:
+            checker.fail("vcn_cidr", "applies to the VCN OkeCluster creates; remove it or remove vcn_id")
     else:
         for key in _SUBNETS:
             if key in args:
                 checker.fail(key, "needs vcn_id: subnets are only given together with an existing VCN")
-    check_endpoint(checker, args)
-
-
-def check_endpoint(checker: Args, args: Mapping[str, Any]) -> None:
-    if "api_allowed_cidrs" in args and not args.get("public_endpoint", True):
-        checker.fail("api_allowed_cidrs", "only applies with public_endpoint true")
 
 
 def check_pool(checker: Args, args: Mapping[str, Any]) -> None:

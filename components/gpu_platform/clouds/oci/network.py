@@ -1,7 +1,8 @@
 """The VCN layout and security rules of an OKE cluster with VCN-native pod networking, as pure data.
 
-Subnets follow Oracle's "Example Network Resource Configurations" for OKE (regional subnets: a public Kubernetes
-API endpoint subnet, private worker and pod subnets, a public load-balancer subnet). Security list rules mirror
+Subnets follow Oracle's "Example Network Resource Configurations" for OKE (regional subnets: a Kubernetes API
+endpoint subnet, private worker and pod subnets, a public load-balancer subnet). The endpoint is public only when
+``apiAllowedCidrs`` lists someone, and then only to them (see `api_client_rules`). Security list rules mirror
 the OKE port requirements as terraform-oci-oke's ``modules/network/nsg-*.tf`` encode them: 6443 (Kubernetes
 API), 12250 (OKE control plane), 10250 (kubelet), NodePorts 30000-32767 and 10256 (kube-proxy health checks)
 from load balancers, ICMP type 3 code 4 (path MTU discovery), and OCI services through the service gateway.
@@ -74,12 +75,16 @@ def _path_discovery(peer: str) -> Rule:
     return Rule(peer, ICMP, "Path MTU discovery", icmp=(3, 4))
 
 
-def subnet_rules(layout: SubnetLayout, api_allowed_cidrs: tuple[str, ...], public_endpoint: bool
-                 ) -> dict[str, dict[str, list[Rule]]]:
+def api_client_rules(api_allowed_cidrs: tuple[str, ...]) -> list[Rule]:
+    """Ingress to the Kubernetes API from outside the VCN: TCP 6443 from each allowed CIDR, nothing else (none
+    without allowed CIDRs: the endpoint is then private)."""
+    return [_tcp(c, APISERVER_PORT, "Clients (kubectl, Pulumi) to the Kubernetes API") for c in api_allowed_cidrs]
+
+
+def subnet_rules(layout: SubnetLayout, api_allowed_cidrs: tuple[str, ...]) -> dict[str, dict[str, list[Rule]]]:
     """``{subnet: {"ingress": [...], "egress": [...]}}`` for the endpoint, workers, pods and load balancers."""
     w, p, e, lb = layout.workers, layout.pods, layout.endpoint, layout.load_balancers
-    external = [_tcp(c, APISERVER_PORT, "Clients (kubectl, Pulumi) to the Kubernetes API")
-                for c in (api_allowed_cidrs if public_endpoint else ())]
+    external = api_client_rules(api_allowed_cidrs)
     return {
         "endpoint": {
             "ingress": [
@@ -165,6 +170,16 @@ def rule_args(rule: Rule, direction: str, osn_cidr_label: str) -> dict:
         args["tcp_options" if rule.protocol == TCP else "udp_options"] = {"min": rule.ports[0], "max": rule.ports[1]}
     if rule.icmp is not None:
         args["icmp_options"] = {"type": rule.icmp[0], "code": rule.icmp[1]}
+    return args
+
+
+def nsg_rule_args(rule: Rule) -> dict:
+    """An ingress `Rule` from a CIDR as ``NetworkSecurityGroupSecurityRule`` arguments (snake_case) of pulumi_oci,
+    for an endpoint in a VCN the platform does not own (its security lists are the owner's)."""
+    args: dict = {"direction": "INGRESS", "protocol": rule.protocol, "source": rule.peer, "source_type": "CIDR_BLOCK",
+                  "stateless": False, "description": rule.description}
+    if rule.ports is not None:
+        args["tcp_options"] = {"destination_port_range": {"min": rule.ports[0], "max": rule.ports[1]}}
     return args
 
 

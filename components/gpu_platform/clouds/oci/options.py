@@ -5,8 +5,14 @@ Cluster keys (top level of the ``gpu-platform`` namespace):
 - ``vcnCidr``: CIDR of the VCN the platform creates (default ``10.0.0.0/16``; a /16 or larger).
 - ``vcnId`` with ``endpointSubnetId``, ``workerSubnetId``, ``podSubnetId``, ``loadBalancerSubnetId``: use an
   existing VCN instead (all five together; the subnets, gateways and security rules are then the owner's job).
-- ``publicEndpoint``: give the Kubernetes API endpoint a public IP (default ``true``: ``pulumi up`` reaches it).
-- ``apiAllowedCidrs``: CIDRs allowed to reach a public API endpoint (default ``["0.0.0.0/0"]``).
+- ``apiAllowedCidrs`` (`gpu_platform.control_plane`): IPv4 CIDRs allowed to reach the Kubernetes API. Default empty:
+  the endpoint gets no public IP and no internet ingress rule; it answers inside the VCN only (the worker and pod
+  subnets, so also an OCI Bastion session into the worker subnet), and the kubeconfig the platform uses targets
+  that private endpoint, so ``pulumi up`` must run from where it reaches it. A list: a public IP with TCP 6443 open
+  from those CIDRs only (the created VCN's endpoint security list; with ``vcnId``, a network security group on the
+  endpoint, beside the owner's own rules). ``0.0.0.0/0`` opens it to the internet and must be written out.
+- ``secretsEncryption`` (`gpu_platform.control_plane`): envelope-encrypt Kubernetes Secrets in etcd with a Vault
+  key the stack creates (default ``true``). ``publicEndpoint`` was replaced by ``apiAllowedCidrs``.
 - ``availabilityDomains``: AD numbers (``1``..``3``) node pools are spread over (default: every AD of the region).
 - ``kubernetesPatchVersion``: exact OKE version (``v1.34.1``); default: the newest patch of ``kubernetesVersion``.
 
@@ -27,12 +33,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ...config import ConfigError, join, read_bool, read_int, read_list, read_str
+from ... import control_plane
+from ...config import ConfigError, join, read_int, read_list, read_str
+from ...control_plane import ControlPlaneSecurity
 from .network import SERVICES_CIDR
 
 CLUSTER_KEYS = {
     "vcnCidr", "vcnId", "endpointSubnetId", "workerSubnetId", "podSubnetId", "loadBalancerSubnetId",
-    "publicEndpoint", "apiAllowedCidrs", "availabilityDomains", "kubernetesPatchVersion",
+    "availabilityDomains", "kubernetesPatchVersion", *control_plane.KEYS,
 }
 POOL_KEYS = {"imageId", "bootVolumeSizeGiB", "computeClusterId"}
 
@@ -79,10 +87,8 @@ class OciClusterOptions:
     """Existing subnet pods take their VCN-native IPs from."""
     load_balancer_subnet_id: Optional[str] = None
     """Existing subnet of Service load balancers."""
-    public_endpoint: bool = True
-    """Public IP on the Kubernetes API endpoint."""
-    api_allowed_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
-    """CIDRs that may reach a public Kubernetes API endpoint."""
+    control_plane: ControlPlaneSecurity = ControlPlaneSecurity()
+    """Who may reach the API endpoint (``apiAllowedCidrs``; none: no public IP) and Secrets encryption."""
     availability_domains: tuple[int, ...] = ()
     """AD numbers pools spread over; empty: every AD of the region."""
     kubernetes_patch_version: Optional[str] = None
@@ -107,13 +113,6 @@ class OciPoolOptions:
     """Existing compute cluster an RDMA pool joins; None: the pool creates its own."""
     preemptible: bool = False
     """Preemptible capacity (the pool's ``spot``)."""
-
-
-def _cidr(value: str, path: str) -> ipaddress.IPv4Network:
-    try:
-        return ipaddress.IPv4Network(value, strict=True)
-    except ValueError as err:
-        raise ConfigError(path, f"'{value}' is not an IPv4 CIDR block ({err})") from None
 
 
 def _ad_number(value: Any, path: str) -> int:
@@ -185,11 +184,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> OciClusterOptions:
     if problem:
         raise ConfigError("vcnCidr", problem)
     network = ipaddress.IPv4Network(vcn_cidr)
-    public = read_bool(raw, "publicEndpoint", "", True)
-    allowed_raw = read_list(raw, "apiAllowedCidrs", "")
-    if allowed_raw and not public:
-        raise ConfigError("apiAllowedCidrs", "only applies with publicEndpoint: true")
-    allowed = tuple(str(_cidr(str(c), join("apiAllowedCidrs", i))) for i, c in enumerate(allowed_raw)) or ("0.0.0.0/0",)
+    security = control_plane.parse_control_plane(raw)
     patch = read_str(raw, "kubernetesPatchVersion", "", None)
     if patch is not None:
         match = PATCH_VERSION.match(patch)
@@ -205,8 +200,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> OciClusterOptions:
         worker_subnet_id=subnets["workerSubnetId"],
         pod_subnet_id=subnets["podSubnetId"],
         load_balancer_subnet_id=subnets["loadBalancerSubnetId"],
-        public_endpoint=public,
-        api_allowed_cidrs=allowed,
+        control_plane=security,
         availability_domains=_ad_numbers(read_list(raw, "availabilityDomains", ""), "availabilityDomains"),
         kubernetes_patch_version=patch,
     )

@@ -28,10 +28,9 @@ class OkeVcnArgs(TypedDict, total=False):
     """Compartment OCID of every network resource."""
     cidr: str
     """VCN CIDR (a /16 or larger); the subnets are carved from its first /16. Default ``10.0.0.0/16``."""
-    public_endpoint: bool
-    """Put the Kubernetes API endpoint in a public subnet reachable from ``api_allowed_cidrs``. Default true."""
     api_allowed_cidrs: list[str]
-    """CIDRs allowed to reach a public API endpoint on 6443 (public endpoints only). Default ``["0.0.0.0/0"]``."""
+    """IPv4 CIDRs allowed to reach the Kubernetes API endpoint on TCP 6443 from outside the VCN. Default none: the
+    endpoint subnet admits only the worker and pod subnets and routes through the NAT and service gateways."""
 
 
 class OkeVcn(pulumi.ComponentResource):
@@ -46,14 +45,15 @@ class OkeVcn(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: OkeVcnArgs, opts: Optional[pulumi.ResourceOptions] = None):
         checker = Args("OkeVcn", name, cloud="oci")
+        contract.refuse_renamed(checker, args)
         args = checker.check(args, OkeVcnArgs, contract.VCN_RULES)  # type: ignore[assignment]
-        contract.check_endpoint(checker, args)
         super().__init__("gpuplatform:index:OkeVcn", name, {}, opts)
         compartment = args["compartment_id"]
-        public_endpoint = args.get("public_endpoint", True)
+        allowed = tuple(args.get("api_allowed_cidrs", []))
+        public_endpoint = bool(allowed)
         layout = oci_network.subnet_layout(args.get("cidr", "10.0.0.0/16"))
         self.layout = layout
-        rules = oci_network.subnet_rules(layout, tuple(args.get("api_allowed_cidrs", ["0.0.0.0/0"])), public_endpoint)
+        rules = oci_network.subnet_rules(layout, allowed)
 
         def opts_() -> pulumi.ResourceOptions:
             return child_opts(self, opts)
@@ -88,16 +88,21 @@ class OkeVcn(pulumi.ComponentResource):
             ],
             opts=opts_())
 
-        # (subnet key, CIDR, public, DNS label)
+        # (subnet key, CIDR, may hold public IPs, routes through the internet gateway, DNS label). The endpoint
+        # subnet may always hold a public IP: whether the endpoint has one is `endpoint_config.is_public_ip_enabled`,
+        # which OKE changes in place (UpdateClusterEndpointConfig takes isPublicIpEnabled and nsgIds; the subnet is
+        # fixed at creation), whereas `prohibit_public_ip_on_vnic` cannot change without replacing the subnet and
+        # the cluster in it. Its security list admits no one from outside the VCN unless
+        # `api_allowed_cidrs` names them, and a private endpoint routes through the NAT and service gateways.
         subnets = [
-            ("endpoint", layout.endpoint, public_endpoint, "api"),
-            ("workers", layout.workers, False, "workers"),
-            ("pods", layout.pods, False, "pods"),
-            ("load_balancers", layout.load_balancers, True, "lb"),
+            ("endpoint", layout.endpoint, True, public_endpoint, "api"),
+            ("workers", layout.workers, False, False, "workers"),
+            ("pods", layout.pods, False, False, "pods"),
+            ("load_balancers", layout.load_balancers, True, True, "lb"),
         ]
         self.security_lists: dict[str, oci.core.SecurityList] = {}
         self.subnets: dict[str, oci.core.Subnet] = {}
-        for key, cidr, public, dns in subnets:
+        for key, cidr, public_ips, internet_routes, dns in subnets:
             short = key.replace("_", "-")
             rule_args = osn_label.apply(lambda label, k=key: oci_network.security_list_args(rules[k], label))
             self.security_lists[key] = oci.core.SecurityList(
@@ -107,8 +112,8 @@ class OkeVcn(pulumi.ComponentResource):
                 opts=opts_())
             self.subnets[key] = oci.core.Subnet(
                 f"{name}-{short}", compartment_id=compartment, vcn_id=vcn_id, cidr_block=cidr,
-                display_name=f"{name}-{short}", dns_label=dns, prohibit_public_ip_on_vnic=not public,
-                route_table_id=(self.public_routes if public else self.private_routes).id,
+                display_name=f"{name}-{short}", dns_label=dns, prohibit_public_ip_on_vnic=not public_ips,
+                route_table_id=(self.public_routes if internet_routes else self.private_routes).id,
                 security_list_ids=[self.security_lists[key].id], opts=opts_())
 
         self.vcn_id = vcn_id
