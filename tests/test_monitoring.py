@@ -45,8 +45,11 @@ def test_values_open_every_selector_and_set_retention_storage_grafana_and_ksm_la
     assert values["grafana"]["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user",
                                           "passwordKey": "admin-password"}
     assert values["grafana"]["sidecar"]["dashboards"] == {
-        "enabled": True, "label": "grafana_dashboard", "labelValue": "1", "searchNamespace": "ALL",
-        "folderAnnotation": "grafana_folder", "provider": {"foldersFromFilesStructure": True}}
+        "enabled": True, "label": "grafana_dashboard", "labelValue": "1", "searchNamespace": "monitoring",
+        "resource": "configmap", "folderAnnotation": "grafana_folder", "provider": {"foldersFromFilesStructure": True}}
+    assert values["grafana"]["sidecar"]["datasources"] == {"resource": "configmap", "searchNamespace": "monitoring"}
+    assert values["grafana"]["rbac"] == {"create": False}
+    assert values["grafana"]["serviceAccount"] == {"name": "kube-prometheus-stack-grafana"}
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
         "nodes=[gpu-platform.io/pool,gpu-platform.io/accelerator]", "namespaces=[gpu-platform.io/team]"]
     assert values["alertmanager"] == {"enabled": True}
@@ -116,6 +119,14 @@ def test_component_children_and_release(default_run):
         (RELEASE, "mon-kube-prometheus-stack"),
         (PROMETHEUS_RULE, "mon-gpu-platform-alerts"),
         (PROMETHEUS_RULE, "mon-gpu-platform-recording-rules"),
+        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "mon-allow-alertmanager"),
+        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "mon-allow-grafana"),
+        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "mon-allow-operator-webhook"),
+        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "mon-allow-prometheus-api"),
+        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "mon-allow-prometheus-scrape"),
+        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "mon-default-deny-ingress"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:Role", "mon-grafana-sidecar"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "mon-grafana-sidecar"),
         (RANDOM_PASSWORD, "mon-grafana-admin-password"),
     ]
     release = rec.one(RELEASE)
@@ -126,7 +137,8 @@ def test_component_children_and_release(default_run):
     assert release.inputs["createNamespace"] is False
     assert release.inputs["values"] == kube_prometheus_stack_values("15d", "50Gi")
     assert rec.one("kubernetes:core/v1:Namespace").inputs["metadata"]["labels"] == {
-        labels.MANAGED_BY_LABEL: labels.MANAGED_BY_VALUE, labels.POD_SECURITY_ENFORCE_LABEL: "privileged"}
+        labels.MANAGED_BY_LABEL: labels.MANAGED_BY_VALUE, labels.POD_SECURITY_ENFORCE_LABEL: "privileged",
+        labels.POD_SECURITY_AUDIT_LABEL: "restricted", labels.POD_SECURITY_WARN_LABEL: "restricted"}
 
 
 def test_ordering_namespace_secret_release_then_custom_resources(default_run):
@@ -191,8 +203,8 @@ def test_every_object_matches_its_schema():
     rec = run_program(lambda: GpuMonitoring("mon", {"pools": GKE_POOLS, "gke_managed_dcgm": True}))
     manifests = render_manifests(rec)
     kinds = sorted(m["kind"] for m in manifests)
-    assert kinds == ["ConfigMap", "ConfigMap", "ConfigMap", "Namespace", "PodMonitor", "PrometheusRule",
-                     "PrometheusRule", "Secret"]
+    assert kinds == ["ConfigMap", "ConfigMap", "ConfigMap", "Namespace", *["NetworkPolicy"] * 6, "PodMonitor",
+                     "PrometheusRule", "PrometheusRule", "Role", "RoleBinding", "Secret"]
     for obj in manifests:
         validate_manifest(obj, "1.34")
 
@@ -244,8 +256,10 @@ def test_monitoring_args_from_config(aws_config):
                                                         "grafanaAdminPassword": "pw"},
                            "inference": {"namespace": "serving"}}, "dev")
     args = monitoring_args(config, [])
+    # No pool for the inference service: no KEDA; the optimizer (on by default) still queries Prometheus.
     assert args == {"pools": [], "retention": "30d", "storage_size": "100Gi", "grafana_admin_password": Secret("pw"),
-                    "gke_managed_dcgm": False, "inference_namespace": "serving"}
+                    "gke_managed_dcgm": False, "inference_namespace": "serving",
+                    "prometheus_client_namespaces": ["gpu-optimizer"]}
 
 
 def test_gke_managed_dcgm_follows_the_gke_option():

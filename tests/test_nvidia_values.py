@@ -182,10 +182,5 @@ def test_gke_quota_admits_critical_pods_and_grows_with_the_pools():
     assert nv.gke_quota_pods([pool("a", "gcp", max_nodes=10), pool("b", "gcp", max_nodes=5)]) == 180
 
 
-def test_namespace_is_pod_security_privileged():
-    assert nv.namespace_body("gpu-operator") == {"metadata": {"name": "gpu-operator", "labels": {
-        "app.kubernetes.io/managed-by": "gpu-platform", "pod-security.kubernetes.io/enforce": "privileged"}}}
-
-
 def test_one_nfd_per_cluster():
     assert nv.runs_nfd("operator") and nv.runs_nfd("device-plugin") and not nv.runs_nfd("cloud-managed")

@@ -35,7 +35,7 @@ def test_kueue_release_is_pinned_and_awaited():
     assert (inputs["chart"], inputs["version"], inputs["name"], inputs["namespace"]) == (
         "oci://registry.k8s.io/kueue/charts/kueue", "0.19.2", "kueue", "kueue-system")
     assert inputs.get("skipAwait") in (None, False)  # the provider waits for the webhook to be ready
-    assert inputs["createNamespace"] is True
+    assert inputs["createNamespace"] is False  # the platform creates kueue-system itself, with Pod Security labels
     config = yaml.safe_load(inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config == ko.controller_configuration()
     assert inputs["values"]["enablePrometheus"] is False

@@ -32,6 +32,7 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
 )
 from .errors import ConfigError, did_you_mean, one_of
 from .kube.autoscaling_plan import check_platform_autoscalers
+from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
 from .pools import SHARING_MODES, Sharing
 
 NAMESPACE = "gpu-platform"
@@ -313,7 +314,8 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
 
 def parse_team(raw_value: Any, path: str) -> TeamConfig:
     raw = as_mapping(raw_value, path)
-    check_keys(raw, {"name", "gpuQuota", "cpuQuota", "memoryQuotaGi", "group", "borrowingLimit", "lendingLimit"}, path)
+    check_keys(raw, {"name", "gpuQuota", "cpuQuota", "memoryQuotaGi", "group", "borrowingLimit", "lendingLimit",
+                     "podSecurity"}, path)
     name = read_dns_label(raw, "name", path)
     gpu_quota = read_int(raw, "gpuQuota", path, 0, minimum=0)
     lending = read_int(raw, "lendingLimit", path, None, minimum=0)
@@ -327,6 +329,7 @@ def parse_team(raw_value: Any, path: str) -> TeamConfig:
         group=read_str(raw, "group", path, name),
         borrowing_limit=read_int(raw, "borrowingLimit", path, None, minimum=0),
         lending_limit=lending,
+        pod_security=read_enum(raw, "podSecurity", path, POD_SECURITY_LEVELS, "baseline"),
     )
 
 

@@ -1,13 +1,13 @@
 """The typed stack configuration: what `config.parse_config` returns, as frozen dataclasses.
 
-A leaf module (catalog, labels and pools only): the Kubernetes layer reads these types without importing the
-parser, which itself consults the Kubernetes layer's planning rules (no import cycle).
+A leaf module (catalog, labels, pools and versions only): the Kubernetes layer reads these types without importing
+the parser, which itself consults the Kubernetes layer's planning rules (no import cycle).
 """
 
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import catalog, labels
+from . import catalog, labels, versions
 from .labels import Taint
 from .pools import GpuPool, Sharing
 
@@ -79,6 +79,10 @@ class TeamConfig:
     """GPUs the team may borrow from the cohort (None: unlimited)."""
     lending_limit: Optional[int] = None
     """GPUs of the team's quota the cohort may borrow (None: all)."""
+    pod_security: str = "baseline"
+    """Pod Security level the namespace enforces: ``baseline`` (default: no privileged pods, host paths or host
+    namespaces), ``restricted``, or ``privileged`` for teams whose RDMA pods need IPC_LOCK or host paths (then any
+    member may run privileged pods on the shared GPU nodes). Audit and warn stay ``restricted``."""
 
 
 @dataclass(frozen=True)
@@ -119,8 +123,8 @@ class InferenceConfig:
     """Minimum replicas."""
     max_replicas: int = 4
     """Maximum replicas for the autoscaler. Default: the larger of 4 and replicas."""
-    image: str = "ghcr.io/gpu-platform/sentiment-inference:0.1.0"
-    """Container image of the app."""
+    image: str = versions.INFERENCE_IMAGE.reference
+    """Container image of the app; give a digest (``repository:tag@sha256:...``) so the tag cannot move."""
     namespace: str = "inference"
     """Namespace of the inference service."""
     model_id: str = ""

@@ -30,6 +30,9 @@ LAST_ACTION_ANNOTATION = f"{DOMAIN}/optimizer-last-action"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "gpu-platform"
 APP_NAME_LABEL = "app.kubernetes.io/name"
+APP_INSTANCE_LABEL = "app.kubernetes.io/instance"
+"""Instance of an application: the Prometheus Operator sets it to the Prometheus/Alertmanager object's name on their
+pods, the Grafana chart to the Helm release's name."""
 
 # Monitoring.
 GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
@@ -73,6 +76,8 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 OS_LABEL = "kubernetes.io/os"
+ARCH_LABEL = "kubernetes.io/arch"
+"""Well-known node label: the node's CPU architecture (``amd64``, ``arm64``)."""
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 """Set by EKS on every managed node group node to the node group's name (pins controllers to the system nodes)."""
 AWS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
@@ -91,10 +96,16 @@ APP_NAME_LABEL = "app.kubernetes.io/name"
 INGRESS_NGINX_BODY_SIZE_ANNOTATION = "nginx.ingress.kubernetes.io/proxy-body-size"
 """Largest request body the controller forwards (its default is 1m); set to the app's own limit."""
 
-# Pod Security admission labels on team namespaces.
+# Pod Security admission labels on every namespace the platform creates (`kube.namespace_security`).
 POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_AUDIT_LABEL = "pod-security.kubernetes.io/audit"
 POD_SECURITY_WARN_LABEL = "pod-security.kubernetes.io/warn"
+POD_SECURITY_REASON_ANNOTATION = f"{DOMAIN}/pod-security-reason"
+"""Why a namespace enforces the Pod Security level it does (what its pods need), for whoever audits it."""
+
+# Cluster DNS: CoreDNS/kube-dns pods in kube-system carry this label on EKS, AKS, GKE, OKE and kubeadm clusters.
+KUBE_DNS_LABEL = "k8s-app"
+KUBE_DNS_VALUE = "kube-dns"
 
 # Kueue.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

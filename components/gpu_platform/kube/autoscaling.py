@@ -16,7 +16,7 @@ from typing_extensions import Required
 from .. import config
 from ..component_args import DNS_LABEL, NON_EMPTY, Args, choice, matching
 from ..versions import VPA
-from . import vpa_objects
+from . import namespace_security, vpa_objects
 from .autoscaler_conflicts import autoscaler_conflicts, horizontal_resources
 from .common import DNS_SUBDOMAIN, child_opts, helm_release
 from .custom_object import KubernetesObject
@@ -112,9 +112,15 @@ class WorkloadAutoscaling(pulumi.ComponentResource):
         mode = args.get("vpa_mode", "Off")
         targets, bodies = vpa_targets(args), vpa_bodies(args)
 
+        namespace = args.get("namespace", vpa_objects.NAMESPACE)
+        # The namespace is ours, not Helm's (create_namespace would leave it unlabelled): Pod Security restricted.
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", **namespace_security.namespace_body(
+                namespace, namespace_security.namespace_pod_security("vpa")), opts=child_opts(self, opts))
         self.release = helm_release(
-            f"{name}-vpa", VPA, "vpa", args.get("namespace", vpa_objects.NAMESPACE),
-            vpa_objects.chart_values(mode, bool(args.get("metrics_server", False))), child_opts(self, opts))
+            f"{name}-vpa", VPA, "vpa", namespace,
+            vpa_objects.chart_values(mode, bool(args.get("metrics_server", False))),
+            child_opts(self, opts, depends_on=[self.namespace]), create_namespace=False)
         # The chart's crds/ install the VerticalPodAutoscaler kind: every VPA waits for the release.
         # The VerticalPodAutoscalers, in target order (KubernetesObjects have no cross-language schema form:
         # annotated here, not at class level, so they stay a Python-only attribute).

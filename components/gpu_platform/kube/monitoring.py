@@ -2,14 +2,20 @@
 
 What it deploys (pure functions below decide every body; the component only wires them):
 
-- Namespace ``monitoring`` (Pod Security ``privileged``: node-exporter needs host namespaces and paths).
+- Namespace ``monitoring`` (Pod Security ``privileged``: node-exporter needs host namespaces and paths; audit and
+  warn ``restricted``; `namespace_security`).
+- NetworkPolicies (`monitoring_policies`): ingress denied by default; Prometheus' API from Grafana and the
+  namespaces that query it (``prometheus_client_namespaces``), Alertmanager from Prometheus and Grafana, Grafana from
+  its own namespace, the operator's webhook port from the API server, everything from Prometheus (scrapes).
+- Grafana without Secret access: the chart's RBAC off, a Role reading ConfigMaps of this namespace bound to its
+  service account; the dashboard and datasource sidecars read labelled ConfigMaps of this namespace only.
 - The Grafana admin Secret: the configured password, or a generated one (``random.RandomPassword``), always a
   Pulumi secret; Grafana reads it through ``grafana.admin.existingSecret`` so it is not in the Helm values.
 - kube-prometheus-stack (`versions.KUBE_PROMETHEUS_STACK`): Prometheus selects ServiceMonitors, PodMonitors,
   PrometheusRules, Probes and ScrapeConfigs from every namespace and release (``*NilUsesHelmValues: false``);
-  Grafana's sidecar loads every ConfigMap labelled ``grafana_dashboard: "1"``; kube-state-metrics exports the
-  node label ``gpu-platform.io/pool`` and the namespace label ``gpu-platform.io/team`` so rules can aggregate
-  per pool and team.
+  Grafana's sidecar loads the ConfigMaps of this namespace labelled ``grafana_dashboard: "1"``; kube-state-metrics
+  exports the node label ``gpu-platform.io/pool`` and the namespace label ``gpu-platform.io/team`` so rules can
+  aggregate per pool and team.
 - PrometheusRules with the GPU recording rules and alerts (`alerts`), dashboards as ConfigMaps (`dashboards`).
 - On GKE with cloud-managed GPUs, a PodMonitor that scrapes GKE's managed DCGM exporter
   (``gke-managed-system``, pods ``app.kubernetes.io/name: gke-managed-dcgm-exporter``, port ``metrics``).
@@ -34,13 +40,15 @@ from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec
 from ..versions import KUBE_PROMETHEUS_STACK, PROMETHEUS_OPERATOR_API_VERSION
 from . import alerts as rules
-from . import dashboards
+from . import dashboards, monitoring_policies, namespace_security
 from .common import DNS_SUBDOMAIN, HTTP_URL, a_cloud, check_pool_set, child_opts, helm_release, metadata, pools_of
 
 DEFAULT_NAMESPACE = "monitoring"
-RELEASE_NAME = "kube-prometheus-stack"
+RELEASE_NAME = monitoring_policies.RELEASE_NAME
 """Helm release name, also the chart's ``fullnameOverride``: services are ``<it>-prometheus`` and so on."""
-PROMETHEUS_PORT = 9090
+PROMETHEUS_PORT = monitoring_policies.PROMETHEUS_PORT
+OPTIMIZER_NAMESPACE = "gpu-optimizer"
+"""`GpuOptimizer`'s namespace (its default; the platform passes none): it queries Prometheus."""
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 GRAFANA_ADMIN_USER = "admin"
 GRAFANA_USER_KEY = "admin-user"
@@ -67,8 +75,13 @@ def ksm_label_allowlist() -> list[str]:
 
 
 def kube_prometheus_stack_values(retention: str, storage_size: str, storage_class: Optional[str] = None,
-                                 grafana_admin_secret: str = GRAFANA_ADMIN_SECRET) -> dict[str, Any]:
-    """Helm values for kube-prometheus-stack; every key exists in the pinned chart's (or subchart's) values.yaml."""
+                                 grafana_admin_secret: str = GRAFANA_ADMIN_SECRET,
+                                 namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+    """Helm values for kube-prometheus-stack; every key exists in the pinned chart's (or subchart's) values.yaml.
+
+    Grafana's part comes with `monitoring_policies.grafana_values` (no Secret access, this namespace only).
+    """
+    grafana = monitoring_policies.grafana_values(namespace)
     claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage_size}}}
     if storage_class:
         claim["storageClassName"] = storage_class
@@ -92,11 +105,17 @@ def kube_prometheus_stack_values(retention: str, storage_size: str, storage_clas
             "enabled": True,
             "admin": {"existingSecret": grafana_admin_secret, "userKey": GRAFANA_USER_KEY,
                       "passwordKey": GRAFANA_PASSWORD_KEY},
-            "sidecar": {"dashboards": {
-                "enabled": True, "label": labels.GRAFANA_DASHBOARD_LABEL, "labelValue": "1",
-                "searchNamespace": "ALL", "folderAnnotation": labels.GRAFANA_FOLDER_ANNOTATION,
-                "provider": {"foldersFromFilesStructure": True},
-            }},
+            "rbac": grafana["rbac"],
+            "serviceAccount": grafana["serviceAccount"],
+            "sidecar": {
+                "dashboards": {
+                    "enabled": True, "label": labels.GRAFANA_DASHBOARD_LABEL, "labelValue": "1",
+                    "folderAnnotation": labels.GRAFANA_FOLDER_ANNOTATION,
+                    "provider": {"foldersFromFilesStructure": True},
+                    **grafana["sidecar"]["dashboards"],
+                },
+                "datasources": grafana["sidecar"]["datasources"],
+            },
         },
         "kube-state-metrics": {"metricLabelsAllowlist": ksm_label_allowlist()},
     }
@@ -117,7 +136,23 @@ def grafana_url(namespace: str = DEFAULT_NAMESPACE) -> str:
 
 
 def namespace_body(namespace: str) -> dict[str, Any]:
-    return {"metadata": metadata(namespace, extra_labels={labels.POD_SECURITY_ENFORCE_LABEL: "privileged"})}
+    """The monitoring namespace with its Pod Security labels (`namespace_security`: ``privileged``)."""
+    return namespace_security.namespace_body(namespace, namespace_security.namespace_pod_security("monitoring"))
+
+
+def prometheus_clients(config: PlatformConfig, pools: list[GpuPoolSpec]) -> list[str]:
+    """Namespaces whose pods query Prometheus' API in a stack: the optimizer's, and KEDA's when the inference
+    service scales on queue depth (the same conditions under which `GpuPlatform` builds them)."""
+    from . import keda
+    from .autoscaling_plan import inference_pool_of
+
+    clients = []
+    if config.optimizer.enabled:
+        clients.append(OPTIMIZER_NAMESPACE)
+    if config.inference.autoscaler == "keda" and inference_pool_of(config, pools_of(pools)) is not None:
+        # KEDA's operator evaluates the ScaledObject's prometheus trigger against this Prometheus.
+        clients.append(keda.DEFAULT_NAMESPACE)
+    return clients
 
 
 def prometheus_rule_body(name: str, namespace: str, groups: Sequence[rules.RuleGroup]) -> dict[str, Any]:
@@ -170,6 +205,7 @@ def monitoring_args(config: PlatformConfig, pools: list[GpuPoolSpec]) -> "GpuMon
         # cloud-managed GPUs); the NVIDIA layer then deploys no exporter of its own there.
         gke_managed_dcgm=config.cloud == "gcp" and bool(getattr(config.cluster_options, "managed_dcgm", False)),
         inference_namespace=config.inference.namespace,
+        prometheus_client_namespaces=prometheus_clients(config, pools),
     )
 
 
@@ -206,6 +242,9 @@ class GpuMonitoringArgs(TypedDict, total=False):
     """Base URL of the repository holding ``docs/runbooks.md`` (each alert links its section)."""
     alert_thresholds: Optional[dict[str, Any]]
     """Overrides of `alerts.AlertThresholds` fields (``{"gpu_temperature_celsius": 80}``)."""
+    prometheus_client_namespaces: list[str]
+    """Namespaces whose pods may query Prometheus' API (port 9090) besides Grafana, e.g. the optimizer's and
+    KEDA's. Default none: every other pod of the cluster is refused by a NetworkPolicy."""
 
 
 RULES = {
@@ -216,6 +255,7 @@ RULES = {
     "grafana_admin_password": NON_EMPTY,
     "inference_namespace": DNS_LABEL,
     "runbook_base_url": HTTP_URL,
+    "prometheus_client_namespaces[]": DNS_LABEL,
 }
 
 
@@ -244,7 +284,8 @@ class GpuMonitoring(pulumi.ComponentResource):
     ``namespace``, ``service_monitor_labels`` (``release: <release>``: not needed by this Prometheus, whose
     selectors take every monitor, but what a stricter one selects on), ``prometheus_url`` (in-cluster),
     ``alertmanager_url``, ``grafana_url``,
-    ``grafana_admin_password`` (secret Output), ``rules`` and ``dashboards`` (the objects created).
+    ``grafana_admin_password`` (secret Output), ``rules``, ``dashboards`` and ``network_policies`` (the objects
+    created).
     """
 
     release: k8s.helm.v3.Release
@@ -281,10 +322,26 @@ class GpuMonitoring(pulumi.ComponentResource):
             string_data={GRAFANA_USER_KEY: GRAFANA_ADMIN_USER, GRAFANA_PASSWORD_KEY: password},
             opts=child_opts(self, opts, depends_on=[namespace]))
 
+        in_namespace = child_opts(self, opts, depends_on=[namespace])
+        role_body, binding_body = (monitoring_policies.grafana_sidecar_role(ns),
+                                   monitoring_policies.grafana_sidecar_role_binding(ns))
+        sidecar_role = k8s.rbac.v1.Role(f"{name}-grafana-sidecar", metadata=role_body["metadata"],
+                                        rules=role_body["rules"], opts=in_namespace)
+        sidecar_binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-grafana-sidecar", metadata=binding_body["metadata"], role_ref=binding_body["roleRef"],
+            subjects=binding_body["subjects"], opts=child_opts(self, opts, depends_on=[namespace, sidecar_role]))
+        # Before the release: its pods start behind them, and Grafana's sidecars can read their ConfigMaps at once.
+        self.network_policies = [
+            k8s.networking.v1.NetworkPolicy(f"{name}-{body['metadata']['name']}", metadata=body["metadata"],
+                                            spec=body["spec"], opts=in_namespace)
+            for body in monitoring_policies.network_policies(ns, args.get("prometheus_client_namespaces", []))
+        ]
+
         values = kube_prometheus_stack_values(args.get("retention") or "15d", args.get("storage_size") or "50Gi",
-                                              args.get("storage_class"))
+                                              args.get("storage_class"), namespace=ns)
         self.release = helm_release(f"{name}-kube-prometheus-stack", KUBE_PROMETHEUS_STACK, RELEASE_NAME, ns,
-                                    values, child_opts(self, opts, depends_on=[namespace, admin_secret]),
+                                    values, child_opts(self, opts, depends_on=[
+                                        namespace, admin_secret, sidecar_binding, *self.network_policies]),
                                     create_namespace=False)
 
         # Custom resources need the CRDs the release installs.
@@ -302,7 +359,7 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         self.dashboards = [
             k8s.core.v1.ConfigMap(f"{name}-{slug}-dashboard", **dashboard_configmap_body(slug, ns, body),
-                                  opts=child_opts(self, opts, depends_on=[namespace]))
+                                  opts=in_namespace)
             for slug, body in dashboards.all_dashboards(args.get("inference_namespace") or "inference",
                                                         thresholds).items()
         ]

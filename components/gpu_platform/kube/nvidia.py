@@ -16,8 +16,8 @@ from ..component_args import DNS_LABEL, Args, choice
 from ..config_model import NodePoolConfig
 from ..errors import ConfigError
 from ..pools import GpuPoolSpec
+from . import namespace_security, sharing
 from . import nvidia_values as nv
-from . import sharing
 from .common import check_pool_set, checked_cloud, child_opts, helm_release, pools_of, refuse_unless
 
 
@@ -127,8 +127,10 @@ class NvidiaGpuStack(pulumi.ComponentResource):
         needs_namespace = not (mode == "cloud-managed" and cloud == "gcp")
         prerequisites: list[pulumi.Resource] = []
         if needs_namespace:
+            # Pod Security privileged: the operands are privileged DaemonSets with host paths (`namespace_security`).
             self.namespace_resource = k8s.core.v1.Namespace(
-                f"{name}-namespace", **nv.namespace_body(ns), opts=child_opts(self, opts))
+                f"{name}-namespace", **namespace_security.namespace_body(
+                    ns, namespace_security.namespace_pod_security("gpu-software")), opts=child_opts(self, opts))
             prerequisites.append(self.namespace_resource)
         in_ns = child_opts(self, opts, depends_on=list(prerequisites))
 

@@ -284,10 +284,6 @@ def hami_values(cloud: str, pools: Sequence[GpuPool], gpu_software: str,
     }
 
 
-def namespace_body(namespace: str) -> dict:
-    """The NVIDIA stack's namespace; its operands are privileged DaemonSets (Pod Security ``privileged``)."""
-    return {"metadata": metadata(namespace, extra_labels={labels.POD_SECURITY_ENFORCE_LABEL: "privileged"})}
-
 
 def gke_quota_pods(pools: Sequence[GpuPool]) -> int:
     """``pods`` of the GKE critical-pod quota: NVIDIA's 100, or more when the pools can grow past it."""

@@ -11,11 +11,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import catalog, labels, versions
+from .. import catalog, versions
 from ..component_args import DNS_LABEL, Args, choice
 from ..pools import GpuPoolSpec
+from . import namespace_security
 from . import rdma_specs as specs
-from .common import check_pool_set, checked_cloud, child_opts, helm_release, metadata, pools_of
+from .common import check_pool_set, checked_cloud, child_opts, helm_release, pools_of
 
 
 class RdmaStackArgs(TypedDict, total=False):
@@ -69,10 +70,10 @@ class RdmaStack(pulumi.ComponentResource):
                 specs.EFA_NAMESPACE, specs.efa_values(pools), child_opts(self, opts), create_namespace=False)
 
         if specs.network_operator_pools(pools):
+            # Pod Security privileged: the OFED driver, RDMA device plugin and CNI installers (`namespace_security`).
             namespace = k8s.core.v1.Namespace(
-                f"{name}-namespace",
-                metadata=metadata(ns, extra_labels={labels.POD_SECURITY_ENFORCE_LABEL: "privileged"}),
-                opts=child_opts(self, opts))
+                f"{name}-namespace", **namespace_security.namespace_body(
+                    ns, namespace_security.namespace_pod_security("network-operator")), opts=child_opts(self, opts))
             self.network_operator = helm_release(
                 f"{name}-network-operator", versions.NETWORK_OPERATOR, "network-operator", ns,
                 specs.network_operator_values(pools, bool(args.get("nfd_installed", False))),

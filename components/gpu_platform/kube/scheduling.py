@@ -29,7 +29,7 @@ import pulumi_kubernetes as k8s
 from .. import config, priorities, versions
 from ..component_args import Args, choice
 from ..pools import GpuPoolSpec
-from . import kueue_objects, priority_objects
+from . import kueue_objects, namespace_security, priority_objects
 from .common import check_pool_set, child_opts, helm_release, pools_of
 from .custom_object import KubernetesObject
 from .teams import TeamSpec, check_team, team_of, team_rules
@@ -106,6 +106,8 @@ class SchedulingPolicy(pulumi.ComponentResource):
         self.topology: Optional[KubernetesObject] = None
         self.cohort: Optional[KubernetesObject] = None
         self.release = None
+        self.kueue_namespace: Optional[k8s.core.v1.Namespace] = None
+        """Kueue's namespace (Pod Security restricted), when Kueue is installed."""
         if args.get("kueue", True):
             self._build_kueue(name, opts, pools, teams, specs, bool(args.get("enable_prometheus", False)))
 
@@ -117,9 +119,15 @@ class SchedulingPolicy(pulumi.ComponentResource):
         })
 
     def _build_kueue(self, name, opts, pools, teams, specs, enable_prometheus: bool) -> None:
+        # The namespace is ours, not Helm's (create_namespace would leave it unlabelled): Pod Security restricted.
+        self.kueue_namespace = k8s.core.v1.Namespace(
+            f"{name}-kueue-namespace", **namespace_security.namespace_body(
+                kueue_objects.KUEUE_NAMESPACE, namespace_security.namespace_pod_security("kueue")),
+            opts=child_opts(self, opts))
         self.release = helm_release(
             f"{name}-kueue", versions.KUEUE, kueue_objects.RELEASE_NAME, kueue_objects.KUEUE_NAMESPACE,
-            kueue_objects.helm_values(enable_prometheus), child_opts(self, opts))
+            kueue_objects.helm_values(enable_prometheus), child_opts(self, opts, depends_on=[self.kueue_namespace]),
+            create_namespace=False)
 
         def after_release(extra: Optional[list] = None) -> pulumi.ResourceOptions:
             return child_opts(self, opts, depends_on=[self.release, *(extra or [])])

@@ -7,8 +7,9 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ..component_args import DNS_LABEL, Args, choice
-from . import kueue_objects, tenancy_objects
-from .common import DNS_SUBDOMAIN, child_opts
+from ..pools import GpuPoolSpec
+from . import kueue_objects, namespace_security, tenancy_objects
+from .common import DNS_SUBDOMAIN, check_pool_set, child_opts, pools_of
 from .custom_object import KubernetesObject
 from .teams import TeamSpec, check_team, team_of, team_rules
 
@@ -20,8 +21,13 @@ class TeamNamespaceArgs(TypedDict, total=False):
     """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu``."""
     cluster_queue: Optional[str]
     """Kueue ClusterQueue the team's LocalQueue (``gpu``) feeds; none: no LocalQueue (Kueue off)."""
+    pools: list[GpuPoolSpec]
+    """The cluster's GPU pools, which the team's jobs may run on: a privileged namespace records what their RDMA
+    fabrics need (`namespace_security.team_pod_security`). Default none."""
     pod_security: str
-    """Pod Security level enforced: ``privileged``, ``baseline`` or ``restricted``. Default: ``baseline``."""
+    """Pod Security level enforced: ``baseline`` (default), ``restricted``, or ``privileged`` (only for teams whose
+    pods need IPC_LOCK or host paths, e.g. InfiniBand/RoCE examples or GKE GPUDirect sidecars: any member may then
+    run privileged pods). ``audit`` and ``warn`` are ``restricted`` whatever is enforced."""
     monitoring_namespace: Optional[str]
     """Namespace whose pods (Prometheus) may reach the team's pods; none: no such allowance."""
     ingress_namespaces: list[str]
@@ -42,12 +48,14 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
     checker = Args("TeamNamespace", name)
     checked = checker.check(args, TeamNamespaceArgs, RULES)
     check_team(checker, checked["team"], "team")
+    check_pool_set(checker, checked.get("pools", []))
     return checked
 
 
 class TeamNamespace(pulumi.ComponentResource):
     """A team's namespace: Pod Security labels, GPU/CPU/memory quota, default requests, edit RBAC for the team's
-    group, ingress isolation and the LocalQueue its jobs submit to."""
+    group, ingress isolation, egress limited to the namespace, DNS and the internet, and the LocalQueue its jobs
+    submit to."""
 
     namespace: k8s.core.v1.Namespace
     resource_quota: k8s.core.v1.ResourceQuota
@@ -57,10 +65,11 @@ class TeamNamespace(pulumi.ComponentResource):
         args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:TeamNamespace", name, {}, opts)
         team = team_of(args["team"])
-        level = args.get("pod_security", tenancy_objects.DEFAULT_POD_SECURITY)
+        security = namespace_security.team_pod_security(pools_of(args.get("pools", [])),
+                                                        args.get("pod_security", namespace_security.BASELINE))
 
         self.namespace = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata=tenancy_objects.namespace(team, level)["metadata"], opts=child_opts(self, opts))
+            f"{name}-ns", metadata=tenancy_objects.namespace(team, security)["metadata"], opts=child_opts(self, opts))
         in_namespace = child_opts(self, opts, depends_on=[self.namespace])
 
         quota = tenancy_objects.resource_quota(team)

@@ -5,12 +5,20 @@ from typing import Optional
 
 from .. import labels
 from ..config_model import TeamConfig
+from . import namespace_security
 from .common import metadata
+from .monitoring_policies import namespace_peer, prometheus_peer
 
-POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
-DEFAULT_POD_SECURITY = "baseline"
-"""Enforced on team namespaces: blocks host access and privilege escalation paths, still runs common GPU images.
-``restricted`` is audited and warned about, so teams see what a stricter namespace would reject."""
+POD_SECURITY_LEVELS = namespace_security.LEVELS
+DEFAULT_POD_SECURITY = namespace_security.TEAM_DEFAULT.level
+"""Enforced on team namespaces without RDMA pools that need more (`namespace_security.team_pod_security`): blocks
+host access and privilege escalation paths, still runs common GPU images. ``restricted`` is audited and warned
+about, so teams see what a stricter namespace would reject."""
+DNS_NAMESPACE = "kube-system"
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+"""Excluded from the team egress policy's internet rule: RFC 1918 private ranges, where every cloud puts its VPC,
+its pods and services, and RFC 6598 shared space (100.64.0.0/10), used for pod ranges (EKS custom networking) and
+never an internet destination."""
 EDIT_CLUSTER_ROLE = "edit"
 """Kubernetes' built-in aggregated role; Kueue's chart aggregates LocalQueue and Workload read access into it."""
 DEFAULT_CONTAINER_REQUESTS = {"cpu": "250m", "memory": "512Mi"}
@@ -23,14 +31,11 @@ def pods_quota(team: TeamConfig) -> int:
     return 100 + 10 * team.gpu_quota
 
 
-def namespace(team: TeamConfig, pod_security: str = DEFAULT_POD_SECURITY) -> dict:
-    """The team namespace: team label (what Kueue's namespace selector matches) and Pod Security labels."""
-    return {"metadata": metadata(team.name, extra_labels={
-        labels.TEAM_LABEL: team.name,
-        labels.POD_SECURITY_ENFORCE_LABEL: pod_security,
-        labels.POD_SECURITY_AUDIT_LABEL: "restricted",
-        labels.POD_SECURITY_WARN_LABEL: "restricted",
-    })}
+def namespace(team: TeamConfig, pod_security: namespace_security.PodSecurity = namespace_security.TEAM_DEFAULT
+              ) -> dict:
+    """The team namespace: team label (what Kueue's namespace selector matches), Pod Security labels (the level
+    enforced, ``restricted`` audited and warned about) and the level's reason."""
+    return namespace_security.namespace_body(team.name, pod_security, {labels.TEAM_LABEL: team.name})
 
 
 def resource_quota(team: TeamConfig) -> dict:
@@ -66,28 +71,49 @@ def edit_role_binding(team: TeamConfig) -> dict:
     }
 
 
-def _from_namespaces(names: Sequence[str]) -> list[dict]:
-    return [{"namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: n}}} for n in names]
+def egress_rules() -> list[dict]:
+    """Where a team's pods may connect: the namespace itself (NCCL and the rendezvous between a job's pods),
+    cluster DNS, and addresses outside the private ranges (datasets, model hubs, package registries on the internet).
+
+    What this blocks: every other namespace (Prometheus, Grafana, other teams, the platform's controllers), and
+    private endpoints in the VPC: FSx/Filestore/NFS servers, databases, S3/Blob/GCS private endpoints, and the
+    Kubernetes API server where its endpoint is private (EKS, private AKS/GKE/OKE clusters). Link-local addresses
+    stay reachable (the cloud metadata and pod identity endpoints that workload identity needs, node-local DNS).
+    A default, not a boundary: a team widens it with a policy of its own (policies add up), and the ingress
+    policies of the other namespaces are what keep a team out of them.
+    """
+    dns = namespace_peer(DNS_NAMESPACE, {labels.KUBE_DNS_LABEL: labels.KUBE_DNS_VALUE})
+    return [
+        {"to": [{"podSelector": {}}]},
+        {"to": [dns], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+        {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(PRIVATE_RANGES)}}]},
+    ]
 
 
 def network_policies(team: TeamConfig, monitoring_namespace: Optional[str],
                      ingress_namespaces: Sequence[str]) -> list[dict]:
-    """Ingress isolation: deny by default, then allow the namespace itself, monitoring and the ingress controller.
+    """Ingress isolation: deny by default, then allow the namespace itself, Prometheus and the ingress controller;
+    egress restricted to the namespace, DNS and the internet (`egress_rules`).
 
     Namespaces are matched by ``kubernetes.io/metadata.name``, which the API server sets and nobody can forge.
+    Replies to admitted connections pass both ways (policies are stateful), so Prometheus still scrapes the pods.
     """
-    def policy(name: str, ingress: Optional[list[dict]]) -> dict:
-        spec: dict = {"podSelector": {}, "policyTypes": ["Ingress"]}
+    def policy(name: str, ingress: Optional[list[dict]], egress: Optional[list[dict]] = None) -> dict:
+        spec: dict = {"podSelector": {}, "policyTypes": ["Egress" if egress is not None else "Ingress"]}
         if ingress is not None:
             spec["ingress"] = ingress
+        if egress is not None:
+            spec["egress"] = egress
         return {"metadata": metadata(name, team.name, extra_labels={labels.TEAM_LABEL: team.name}), "spec": spec}
 
     policies = [
         policy("default-deny-ingress", None),
         policy("allow-same-namespace", [{"from": [{"podSelector": {}}]}]),
+        policy("restrict-egress", None, egress_rules()),
     ]
     if monitoring_namespace:
-        policies.append(policy("allow-monitoring", [{"from": _from_namespaces([monitoring_namespace])}]))
+        # Prometheus' pods only: Grafana or anything else in that namespace has no business with a team's pods.
+        policies.append(policy("allow-monitoring", [{"from": [prometheus_peer(monitoring_namespace)]}]))
     if ingress_namespaces:
-        policies.append(policy("allow-ingress-controller", [{"from": _from_namespaces(ingress_namespaces)}]))
+        policies.append(policy("allow-ingress-controller", [{"from": [namespace_peer(n) for n in ingress_namespaces]}]))
     return policies
