@@ -55,6 +55,24 @@ def test_cronjob_runs_the_optimizer_with_its_policy():
                                {"name": "h100", "gpuMemoryGiB": 80, "shared": False}]
 
 
+def test_cronjob_pod_is_hardened_and_keeps_its_token_for_the_api():
+    pod = build().one("kubernetes:batch/v1:CronJob").inputs["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is True  # lists (and may patch) workloads through the API
+    assert pod["serviceAccountName"] == "gpu-optimizer"
+    assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
+                                      "seccompProfile": {"type": "RuntimeDefault"}}
+    [container] = pod["containers"]
+    assert container["image"] == "ghcr.io/gpu-platform/gpu-platform:0.1.0"  # built by the release: no digest yet
+    assert container["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container["env"] == [{"name": "HOME", "value": "/tmp"}]
+    assert container["volumeMounts"] == [{"name": "policy", "mountPath": "/etc/gpu-optimizer", "readOnly": True},
+                                         {"name": "tmp", "mountPath": "/tmp"}]
+    assert pod["volumes"] == [{"name": "policy", "configMap": {"name": "gpu-optimizer-policy"}},
+                              {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+
+
 def test_network_policy_allows_dns_prometheus_and_api_server_only():
     rec = build(prometheus_namespace="observability")
     spec = rec.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]

@@ -63,7 +63,7 @@ def test_nic_cluster_policy_for_infiniband_on_an_existing_cluster():
             "rdmaSharedDevicePlugin": {
                 "image": "k8s-rdma-shared-dev-plugin",
                 "repository": "nvcr.io/nvidia/mellanox",
-                "version": "network-operator-v26.1.2",
+                "version": "sha256:a2ea9cb60f1ce50d109650daca7e074b38cb9ac6a88bed78e266ef99c012782e",
                 "config": policy["spec"]["rdmaSharedDevicePlugin"]["config"],
             },
         },

@@ -61,7 +61,8 @@ def test_pods_land_on_the_training_pool_with_gpus_and_efa():
     assert spec["priorityClassName"] == "medium-priority"
     assert spec["subdomain"] == "reference-training"
     [container] = spec["containers"]
-    assert container["image"] == versions.TRAINING_IMAGE
+    assert container["image"] == versions.TRAINING_IMAGE.reference == (
+        "nvcr.io/nvidia/pytorch:26.06-py3@sha256:43c018d6a12963f1a1bad85ef8574b5c2a978eec2be0ebcacfb87f69e0d210e1")
     assert container["resources"]["limits"] == {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "8",
                                                 "vpc.amazonaws.com/efa": "32"}
     assert container["resources"]["requests"] == container["resources"]["limits"]
@@ -70,6 +71,30 @@ def test_pods_land_on_the_training_pool_with_gpus_and_efa():
                                  "/scripts/train.py"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["FI_PROVIDER"] == "efa" and env["CHECKPOINT_DIR"] == "/checkpoints/$(JOB_NAME)"
+
+
+@pytest.mark.parametrize("pool", [EFA_POOL, ROCE_POOL, PLAIN_POOL], ids=["efa", "roce", "plain"])
+def test_ranks_run_hardened_without_a_token_on_every_pool(pool):
+    """Non-root 10001, read-only root, nothing added back on RDMA pools either; writes go to emptyDirs only."""
+    rec = build(pool, gpu_quota=8)
+    for spec in (rec.one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"],
+                 rec.one("kubernetes:batch/v1:CronJob").inputs["spec"]["jobTemplate"]["spec"]["template"]["spec"]):
+        assert spec["automountServiceAccountToken"] is False
+        assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+                                           "fsGroup": 10001, "seccompProfile": {"type": "RuntimeDefault"}}
+        [container] = spec["containers"]
+        assert container["securityContext"] == {
+            "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"}}
+        assert container["volumeMounts"] == [
+            {"name": "scripts", "mountPath": "/scripts", "readOnly": True},
+            {"name": "checkpoints", "mountPath": "/checkpoints"},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "tmp", "mountPath": "/tmp"}]
+        assert spec["volumes"][2:] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                                       {"name": "tmp", "emptyDir": {"sizeLimit": "8Gi"}}]
+        assert {e["name"]: e.get("value") for e in container["env"]}["HOME"] == "/tmp"
 
 
 def test_rdma_annotations_and_pool_nccl_settings_win():

@@ -102,7 +102,9 @@ def test_placement_priority_probes_security_and_shutdown():
     assert c["securityContext"] == {
         "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
-    assert p["securityContext"]["runAsNonRoot"] is True and p["automountServiceAccountToken"] is False
+    assert p["securityContext"] == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+    assert p["automountServiceAccountToken"] is False
     assert c["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
     assert p["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}]
     env = {e["name"]: e["value"] for e in c["env"]}
@@ -110,6 +112,7 @@ def test_placement_priority_probes_security_and_shutdown():
     assert p["terminationGracePeriodSeconds"] == 30  # delay + drain + margin
     assert env["DEVICE"] == "cuda" and env["MODEL_PATH"] == "/models/sentiment" and env["HF_HUB_OFFLINE"] == "1"
     assert env["MAX_BATCH_SIZE"] == "32" and env["MAX_WAIT_MS"] == "5" and env["HF_HOME"] == "/tmp/hf"
+    assert env["HOME"] == "/tmp"  # the read-only root: caches under HOME land in the /tmp emptyDir
     assert objects.deployment(s)["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
 
 
@@ -161,7 +164,10 @@ def test_network_policy_admits_ingress_controller_monitoring_and_same_namespace_
     assert np["ingress"] == [{"from": [
         {"podSelector": {}},
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}},
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+        # Prometheus' pods only, not Grafana or Alertmanager beside them.
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus",
+                                         "app.kubernetes.io/instance": "kube-prometheus-stack-prometheus"}}},
     ], "ports": [{"protocol": "TCP", "port": 8080}]}]
     without_monitoring = objects.network_policy(objects.InferenceSpec(pool=L4))["spec"]["ingress"][0]["from"]
     assert len(without_monitoring) == 2

@@ -2,9 +2,15 @@
 
 No chart version literal may appear anywhere else. Each pin was checked against the chart's ``values.yaml``
 at that version (every values key the platform sets exists there).
+
+Images are pinned by tag and digest: the tags are here, the digests they resolved to in ``image_digests.json``
+(written by ``scripts/refresh-image-digests.py``, ``make digests``), so a tag moved by its publisher never
+changes what the platform runs.
 """
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,39 @@ class Chart:
         return args
 
 
+@dataclass(frozen=True)
+class Image:
+    """A container image pinned to a tag and, once resolved, the digest the tag pointed to."""
+
+    repository: str
+    """Registry host and repository path, e.g. ``nvcr.io/nvidia/pytorch``."""
+    tag: str
+    digest: str = ""
+    """``sha256:<hex>`` of the tag's manifest (the multi-arch index where there is one); empty while unresolved."""
+
+    @property
+    def tagged(self) -> str:
+        """``repository:tag``: the key of the image in ``image_digests.json``."""
+        return f"{self.repository}:{self.tag}"
+
+    @property
+    def reference(self) -> str:
+        """What a pod's ``image`` field gets: ``repository:tag@digest`` (the runtime pulls by the digest; the tag
+        stays for people), or ``repository:tag`` while no digest is known."""
+        return f"{self.tagged}@{self.digest}" if self.digest else self.tagged
+
+
+IMAGE_DIGESTS_FILE = Path(__file__).with_name("image_digests.json")
+"""The digest each pinned tag resolved to: ``{"repository:tag": {"digest": ..., "source": ...}}``."""
+_IMAGE_DIGESTS: dict = json.loads(IMAGE_DIGESTS_FILE.read_text(encoding="utf-8"))
+
+
+def pinned(repository: str, tag: str) -> Image:
+    """The image at ``tag`` with the digest ``image_digests.json`` records for it (none: not resolved yet)."""
+    entry = _IMAGE_DIGESTS.get(f"{repository}:{tag}", {})
+    return Image(repository, tag, entry.get("digest", ""))
+
+
 NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
 
 # NVIDIA GPU and RDMA stack. GPU Operator 26.3.x pairs with Network Operator 26.1.x for GPUDirect RDMA
@@ -37,12 +76,15 @@ DCGM_EXPORTER = Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-e
 EFA_DEVICE_PLUGIN = Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts")
 HAMI = Chart("hami", "2.10.0", "https://project-hami.github.io/HAMi/")
 # Images the platform names itself (the charts' own images stay at their chart defaults).
-RDMA_SHARED_DEVICE_PLUGIN_IMAGE = ("nvcr.io/nvidia/mellanox", "k8s-rdma-shared-dev-plugin", "network-operator-v26.1.2")
-"""(repository, image, version) of the RDMA shared device plugin in the NicClusterPolicy (upstream example CR at
-Mellanox/network-operator@v26.1.2:example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr.yaml)."""
-DOCA_DRIVER_IMAGE = ("nvcr.io/nvidia/mellanox", "doca-driver", "doca3.3.0-26.01-1.0.0.0-0")
-"""(repository, image, version) of the DOCA-OFED driver container the Network Operator builds on AKS nodes (same
-upstream example CR)."""
+RDMA_SHARED_DEVICE_PLUGIN_IMAGE = pinned("nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin",
+                                         "network-operator-v26.1.2")
+"""The RDMA shared device plugin in the NicClusterPolicy (upstream example CR at
+Mellanox/network-operator@v26.1.2:example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr.yaml). Its digest is the one
+NVIDIA lists for this tag (Mellanox/network-operator-docs docs/advanced/images-sha256.rst, release v26.1.2)."""
+DOCA_DRIVER_IMAGE = Image("nvcr.io/nvidia/mellanox/doca-driver", "doca3.3.0-26.01-1.0.0.0-0")
+"""The DOCA-OFED driver container the Network Operator builds on AKS nodes (same upstream example CR). The tag is
+a prefix: the operator appends each node pool's OS and architecture, so it has no digest of its own
+(`UNPINNED_IMAGES`)."""
 HAMI_KUBE_SCHEDULER_REGISTRY = ("registry.k8s.io", "kube-scheduler")
 """Registry and repository of the kube-scheduler HAMi runs next to its extender; the tag follows the cluster's own
 Kubernetes version (chart default), the upstream registry replaces the chart's mirror in Hangzhou."""
@@ -77,6 +119,24 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS = {"1.33": "v1.33.1", "1.34": "v1.34.0", "1.35": "
 # Fairwinds vpa chart 5.0.0 = Vertical Pod Autoscaler 1.7.1 (FairwindsOps/charts@5f478fce:stable/vpa; its crds/
 # directory installs autoscaling.k8s.io/v1). Values keys: tests/data/chart_keys/vpa-5.0.0.keys.
 VPA = Chart("vpa", "5.0.0", "https://charts.fairwinds.com/stable")
+# Network policy engine beside a cloud CNI that enforces no NetworkPolicy (OKE's VCN-native CNI): open source
+# Calico in policy-only mode, installed from its manifest (no Helm chart: the tigera-operator chart only knows the
+# eni/azv/gke/cali interface prefixes, tigera/operator pkg/render/node.go, and OKE's pods use "oci"). Calico
+# v3.31.3 (2025-12-18), the newest v3.31 patch for which a published digest of both images could be found (none
+# for v3.31.4-7): Calico's e2e runs v3.31 on Kubernetes stable, stable-1 and stable-2 (1.33-1.35, projectcalico
+# discussion #11717); Oracle's own tested list (contengsettingupcalico.htm, 2025-01) stops at 3.28.2 on
+# Kubernetes 1.31, below the platform's default Kubernetes 1.34. Objects are rendered by
+# kube/network_policy_engine.py from projectcalico/calico@v3.31.3:manifests/calico-policy-only.yaml; the CRDs are
+# that tag's manifests/crds.yaml (identical to the CRDs in the policy-only manifest), pinned by commit.
+CALICO_NODE_IMAGE = pinned("quay.io/calico/node", "v3.31.3")
+"""calico-node (Felix). Digest: the one two unrelated public repositories pin for this tag on quay.io."""
+CALICO_KUBE_CONTROLLERS_IMAGE = pinned("docker.io/calico/kube-controllers", "v3.31.3")
+"""calico-kube-controllers, from Docker Hub (Calico publishes the same images there and on quay.io): the registry
+whose digest for this tag was found. That digest is the linux/amd64 image (the public script that pins it pins
+another for arm64), not the multi-arch index; ``scripts/refresh-image-digests.py`` replaces it with the index."""
+CALICO_CRDS_MANIFEST = ("https://raw.githubusercontent.com/projectcalico/calico/"
+                        "2e3c880bcabff580ddd7a08340878ede207f37be/manifests/crds.yaml")
+"""Calico v3.31.3's CustomResourceDefinitions (crd.projectcalico.org/v1, AdminNetworkPolicy) at the tag's commit."""
 
 # Kubernetes API versions of the custom resources the platform creates.
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -86,8 +146,9 @@ KARPENTER_API_VERSION = "karpenter.sh/v1"
 KARPENTER_AWS_API_VERSION = "karpenter.k8s.aws/v1"
 VPA_API_VERSION = "autoscaling.k8s.io/v1"
 
-TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:25.05-py3"
-"""NGC PyTorch container (PyTorch, CUDA, NCCL) the reference training job runs; a tag NGC publishes (25.05)."""
+TRAINING_IMAGE = pinned("nvcr.io/nvidia/pytorch", "26.06-py3")
+"""NGC PyTorch container (PyTorch 2.13, CUDA, NCCL) the reference training job runs; the digest is the tag's
+multi-arch index (amd64 and arm64 nodes pull the same reference)."""
 
 # EKS managed add-ons per Kubernetes minor (EKS add-on versions, `aws eks describe-addon-versions`).
 # kube-proxy and CoreDNS follow the Kubernetes minor, so every supported minor has its own row. vpc-cni must be
@@ -103,8 +164,25 @@ EKS_ADDONS: dict[str, dict[str, str]] = {
              "eks-pod-identity-agent": "v1.3.10-eksbuild.3"},
 }
 
-INFERENCE_IMAGE = "ghcr.io/gpu-platform/sentiment-inference:0.1.0"
-"""The reference inference app (examples/inference-app/Dockerfile, CUDA variant)."""
+INFERENCE_IMAGE = pinned("ghcr.io/gpu-platform/sentiment-inference", "0.1.0")
+"""The reference inference app (examples/inference-app/Dockerfile, CUDA variant), built by this project."""
 
 # Images the platform builds itself (Dockerfile at the repository root: the library with its optimizer).
-PLATFORM_IMAGE = "ghcr.io/gpu-platform/gpu-platform:0.1.0"
+PLATFORM_IMAGE = pinned("ghcr.io/gpu-platform/gpu-platform", "0.1.0")
+"""The library with ``gpu-platform optimize`` (the optimizer CronJob), built by this project."""
+
+PINNED_IMAGES = (TRAINING_IMAGE, RDMA_SHARED_DEVICE_PLUGIN_IMAGE, CALICO_NODE_IMAGE, CALICO_KUBE_CONTROLLERS_IMAGE,
+                 INFERENCE_IMAGE, PLATFORM_IMAGE)
+"""Every image whose tag names one manifest: ``scripts/refresh-image-digests.py`` resolves these."""
+PROJECT_BUILT_IMAGES = (INFERENCE_IMAGE, PLATFORM_IMAGE)
+"""Images this repository builds: their digest exists only once a release has pushed them (the release then runs
+``scripts/refresh-image-digests.py --project-built`` and commits the digests)."""
+UNPINNED_IMAGES: dict[str, str] = {
+    **{image.repository: "built by this project's release, which writes its digest once it has pushed the image"
+       for image in PROJECT_BUILT_IMAGES if not image.digest},
+    DOCA_DRIVER_IMAGE.repository: "the Network Operator completes the tag per node pool (-<os><version>-<arch>, or "
+                                  "the node's kernel for precompiled drivers); a digest would force one OS and "
+                                  "architecture on every pool and turn the precompiled lookup off",
+}
+"""Repositories the platform may name without a digest, with the reason. Every other image carries one (the test
+suite checks every reference stack's manifests)."""

@@ -17,8 +17,9 @@ Why each choice:
   warmed, not draining); the app answers /healthz while it loads, so no startup probe is needed.
 - Shutdown: ``SHUTDOWN_DELAY_S`` keeps serving while endpoints drop the pod, then in-flight requests drain; the
   grace period covers both.
-- Security: non-root, read-only root filesystem (``/tmp`` and the model cache are the only writable paths), no
-  privilege escalation, all capabilities dropped, RuntimeDefault seccomp: the namespace enforces ``restricted``.
+- Security: `pod_security`'s contexts (UID/GID 10001, the image's user), read-only root filesystem (``/tmp`` and
+  the model cache are the only writable paths), no privilege escalation, all capabilities dropped, RuntimeDefault
+  seccomp, no service-account token: the namespace enforces ``restricted``.
 - Autoscaling (KEDA ``ScaledObject``): the app's own ``inference_queue_depth`` through Prometheus, with CPU
   utilisation as a second trigger (KEDA scales to the larger of the two) and a fallback replica count when
   Prometheus cannot be read; without KEDA or Prometheus a plain ``autoscaling/v2`` HPA on CPU.
@@ -33,6 +34,7 @@ from .. import catalog, labels
 from ..pools import GpuPool
 from ..priorities import INFERENCE_CRITICAL
 from ..versions import INFERENCE_IMAGE, KEDA_API_VERSION, PROMETHEUS_OPERATOR_API_VERSION
+from . import monitoring_policies, namespace_security, pod_security
 from .common import metadata
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -45,9 +47,9 @@ PORT_NAME = "http"
 IMAGE_MODEL_PATH = "/models/sentiment"
 """Where the app's Dockerfile bakes the model into the image."""
 MODEL_CACHE_PATH = "/model-cache"
-TMP_PATH = "/tmp"
-RUN_AS_USER = 10001
-"""The image's non-root user (examples/inference-app/Dockerfile)."""
+TMP_PATH = pod_security.TMP_PATH
+TMP_SIZE = "2Gi"
+"""``/tmp``: HOME and, without a model cache claim, the Hugging Face cache (a downloaded model of a few hundred MB)."""
 SHUTDOWN_DELAY_S = 5
 DRAIN_TIMEOUT_S = 20
 MAX_BODY = "1m"
@@ -63,7 +65,7 @@ class InferenceSpec:
     pool: GpuPool
     namespace: str = "inference"
     name: str = APP_NAME
-    image: str = INFERENCE_IMAGE
+    image: str = INFERENCE_IMAGE.reference
     model_id: str = ""
     """A Hugging Face model id to download at start (needs egress and, ideally, a model cache); empty: the model
     baked into the image at `IMAGE_MODEL_PATH`."""
@@ -189,6 +191,9 @@ def env(spec: InferenceSpec) -> list[dict[str, str]]:
         "MAX_QUEUE": str(spec.max_queue),
         "SHUTDOWN_DELAY_S": str(SHUTDOWN_DELAY_S),
         "DRAIN_TIMEOUT_S": str(DRAIN_TIMEOUT_S),
+        # Read-only root filesystem: HOME (torch's and other libraries' caches) and the Hugging Face cache go to
+        # writable volumes even when the image (a user's own, through `image`) sets neither.
+        "HOME": TMP_PATH,
         "HF_HOME": cache,
     }
     return model + [{"name": k, "value": v} for k, v in values.items()]
@@ -212,11 +217,8 @@ def topology_spread(spec: InferenceSpec) -> list[dict[str, Any]]:
 
 
 def namespace(spec: InferenceSpec) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(spec.namespace, extra_labels={
-        labels.POD_SECURITY_ENFORCE_LABEL: "restricted",
-        labels.POD_SECURITY_AUDIT_LABEL: "restricted",
-        labels.POD_SECURITY_WARN_LABEL: "restricted",
-    })}
+    body = namespace_security.namespace_body(spec.namespace, namespace_security.namespace_pod_security("inference"))
+    return {"apiVersion": "v1", "kind": "Namespace", **body}
 
 
 def service_account(spec: InferenceSpec) -> dict[str, Any]:
@@ -227,8 +229,9 @@ def service_account(spec: InferenceSpec) -> dict[str, Any]:
 
 
 def deployment(spec: InferenceSpec) -> dict[str, Any]:
-    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}]
-    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": TMP_PATH}]
+    tmp_volume, tmp_mount = pod_security.writable_dir("tmp", TMP_PATH, TMP_SIZE)
+    volumes: list[dict[str, Any]] = [tmp_volume]
+    mounts: list[dict[str, Any]] = [tmp_mount]
     if spec.model_cache_size:
         volumes.append({"name": "model-cache", "persistentVolumeClaim": {"claimName": model_cache_name(spec)}})
         mounts.append({"name": "model-cache", "mountPath": MODEL_CACHE_PATH})
@@ -240,11 +243,7 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
         "resources": resources(spec),
         "readinessProbe": probe("/readyz", 5, 3),
         "livenessProbe": probe("/healthz", 10, 6),
-        "securityContext": {
-            "runAsNonRoot": True, "runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_USER,
-            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": pod_security.container_security_context(),
         "volumeMounts": mounts,
     }
     pod_spec = {
@@ -256,8 +255,7 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
         "topologySpreadConstraints": topology_spread(spec),
         # Endpoints removal delay + drain + margin: SIGKILL must never cut a request the app is finishing.
         "terminationGracePeriodSeconds": SHUTDOWN_DELAY_S + DRAIN_TIMEOUT_S + 5,
-        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_USER,
-                            "fsGroup": RUN_AS_USER, "seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": pod_security.pod_security_context(),
         "containers": [container],
         "volumes": volumes,
     }
@@ -373,7 +371,8 @@ def network_policy(spec: InferenceSpec) -> dict[str, Any]:
     """Ingress to the pods from the same namespace, the ingress controller and Prometheus only."""
     peers = [{"podSelector": {}}, _namespace_peer(spec.ingress_namespace)]
     if spec.monitoring_namespace:
-        peers.append(_namespace_peer(spec.monitoring_namespace))
+        # Prometheus' pods only: Grafana and Alertmanager share its namespace and have no business here.
+        peers.append(monitoring_policies.prometheus_peer(spec.monitoring_namespace))
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": metadata(spec.name, spec.namespace, selector_labels(spec)),

@@ -9,10 +9,13 @@ from typing_extensions import Required
 from .. import config, versions
 from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, between, choice
 from ..pools import GpuPoolSpec
+from . import namespace_security, pod_security
 from .common import HTTP_URL, check_pool_set, child_opts, metadata, pools_of
 from .optimizer_objects import egress_rules, optimizer_args, policy_for, policy_yaml, rbac_rules
 
 APP_LABELS = {"app.kubernetes.io/name": "gpu-optimizer", "app.kubernetes.io/part-of": "gpu-platform"}
+TMP_SIZE = "64Mi"
+"""``/tmp`` (also ``HOME``): the only writable path of the read-only optimizer container; Python's temporary files."""
 
 
 class GpuOptimizerArgs(TypedDict, total=False):
@@ -70,8 +73,8 @@ class GpuOptimizer(pulumi.ComponentResource):
         dry_run = bool(args.get("dry_run", True))
         policy = policy_for(pools_of(args.get("pools", [])), action, float(args.get("utilization_threshold", 10.0)),
                             dry_run)
-        namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata=metadata(ns_name, extra_labels={
-            "pod-security.kubernetes.io/enforce": "restricted"}), opts=child_opts(self, opts))
+        namespace = k8s.core.v1.Namespace(f"{name}-ns", **namespace_security.namespace_body(
+            ns_name, namespace_security.namespace_pod_security("optimizer")), opts=child_opts(self, opts))
         in_ns = child_opts(self, opts, depends_on=[namespace])
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata("gpu-optimizer", ns_name, APP_LABELS),
                                              opts=in_ns)
@@ -89,15 +92,15 @@ class GpuOptimizer(pulumi.ComponentResource):
             spec={"podSelector": {"matchLabels": APP_LABELS}, "policyTypes": ["Ingress", "Egress"],
                   "ingress": [], "egress": egress_rules(args.get("prometheus_namespace", "monitoring"))},
             opts=in_ns)
+        tmp_volume, tmp_mount = pod_security.writable_dir("tmp", pod_security.TMP_PATH, TMP_SIZE)
         container = {
             "name": "optimizer",
-            "image": args.get("image", versions.PLATFORM_IMAGE),
+            "image": args.get("image", versions.PLATFORM_IMAGE.reference),
             "args": pulumi.Output.from_input(args["prometheus_url"]).apply(lambda url: optimizer_args(url, dry_run)),
+            "env": [{"name": "HOME", "value": pod_security.TMP_PATH}],
             "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
-                                "seccompProfile": {"type": "RuntimeDefault"}},
-            "volumeMounts": [{"name": "policy", "mountPath": "/etc/gpu-optimizer", "readOnly": True}],
+            "securityContext": pod_security.container_security_context(),
+            "volumeMounts": [{"name": "policy", "mountPath": "/etc/gpu-optimizer", "readOnly": True}, tmp_mount],
         }
         self.cron_job = k8s.batch.v1.CronJob(
             f"{name}-cronjob",
@@ -111,8 +114,13 @@ class GpuOptimizer(pulumi.ComponentResource):
                 "jobTemplate": {"spec": {"backoffLimit": 0, "activeDeadlineSeconds": 600, "template": {
                     "metadata": {"labels": APP_LABELS},
                     "spec": {"serviceAccountName": "gpu-optimizer", "restartPolicy": "Never",
+                             # The only platform pod with a token: it lists pods, ReplicaSets, HPAs and
+                             # Deployments (and patches them when the action writes) through the API.
+                             "automountServiceAccountToken": True,
+                             "securityContext": pod_security.pod_security_context(),
                              "containers": [container],
-                             "volumes": [{"name": "policy", "configMap": {"name": "gpu-optimizer-policy"}}]},
+                             "volumes": [{"name": "policy", "configMap": {"name": "gpu-optimizer-policy"}},
+                                         tmp_volume]},
                 }}},
             },
             opts=child_opts(self, opts, depends_on=[config, account]),

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from .. import catalog, labels, versions
 from ..pools import RDMA_RESOURCES, GpuPool
+from ..versions import Image
 from .common import all_pool_tolerations, metadata
 
 EFA_NAMESPACE = "kube-system"
@@ -91,6 +92,17 @@ def shared_device_plugin_config(pools: Sequence[GpuPool]) -> dict:
     return {"configList": config_list}
 
 
+def image_spec(image: Image) -> dict[str, str]:
+    """An image as the NicClusterPolicy's ``repository``/``image``/``version`` fields.
+
+    With a digest, ``version`` is the digest: the operator then renders ``<repository>/<image>@<digest>``
+    (Mellanox/network-operator@v26.1.2 pkg/render/render.go ``imagePath``), so the pods pull exactly the pinned
+    manifest; the tag stays in `versions`.
+    """
+    registry_path, name = image.repository.rsplit("/", 1)
+    return {"image": name, "repository": registry_path, "version": image.digest or image.tag}
+
+
 def nic_cluster_policy(cloud: str, pools: Sequence[GpuPool]) -> dict:
     """Body (apiVersion/kind/metadata/spec) of the ``NicClusterPolicy`` for the InfiniBand/RoCE pools.
 
@@ -98,24 +110,19 @@ def nic_cluster_policy(cloud: str, pools: Sequence[GpuPool]) -> dict:
     """
     selected = network_operator_pools(pools)
     fabrics = sorted({p.rdma_fabric for p in selected})
-    repository, image, version = versions.RDMA_SHARED_DEVICE_PLUGIN_IMAGE
     spec: dict = {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": labels.RDMA_LABEL, "operator": "In", "values": fabrics}]}]}},
         "tolerations": all_pool_tolerations(selected),
         "rdmaSharedDevicePlugin": {
-            "image": image,
-            "repository": repository,
-            "version": version,
+            **image_spec(versions.RDMA_SHARED_DEVICE_PLUGIN_IMAGE),
             "config": json.dumps(shared_device_plugin_config(selected), indent=2, sort_keys=True),
         },
     }
     if cloud in OFED_DRIVER_CLOUDS:
-        repository, image, version = versions.DOCA_DRIVER_IMAGE
         spec["ofedDriver"] = {
-            "image": image,
-            "repository": repository,
-            "version": version,
+            # By tag: the operator appends each node pool's OS and architecture to it (versions.UNPINNED_IMAGES).
+            **image_spec(versions.DOCA_DRIVER_IMAGE),
             # Upgrades drain one node at a time, like the upstream example.
             "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1,
                               "drain": {"enable": True, "force": True, "deleteEmptyDir": True,

@@ -93,7 +93,7 @@ class TrainingWorkload(pulumi.ComponentResource):
         assert sizing is not None  # gpu_quota >= 1 was checked
         plan = training_objects.TrainingPlan(
             namespace=args["namespace"], pool=pool, nodes=sizing[0], gpus_per_pod=sizing[1],
-            image=args.get("image", versions.TRAINING_IMAGE), local_queue=args.get("local_queue"),
+            image=args.get("image", versions.TRAINING_IMAGE.reference), local_queue=args.get("local_queue"),
             topology_level=args.get("topology_level"),
             job_priority_class=args.get("job_priority_class", MEDIUM.name),
             retrain_priority_class=args.get("retrain_priority_class", HIGH.name),

@@ -14,7 +14,7 @@ from typing import Optional
 
 from .. import labels
 from ..pools import GpuPool
-from . import training_script
+from . import pod_security, training_script
 from .common import metadata
 
 NAME = "reference-training"
@@ -27,7 +27,9 @@ MAX_NODES = 2
 """Nodes (pods) of the reference job: two shows multi-node training without claiming a whole pool."""
 CPU_PER_GPU = 2
 MEMORY_GIB_PER_GPU = 8
-USER_ID = 1000
+TMP_SIZE = "8Gi"
+"""``/tmp`` (also ``HOME``): torchrun's logs, PyTorch/Triton/CUDA kernel caches. Room for the compiled kernels of
+a real model; the cap keeps a runaway cache from filling the node's disk."""
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 """The Job waits in Kueue's queue and its PVC may wait for a consumer: Pulumi must not block on either."""
 
@@ -100,7 +102,9 @@ def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
     env = [
         {"name": "JOB_NAME", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{labels.JOB_NAME_LABEL}']"}}},
         {"name": "CHECKPOINT_DIR", "value": "/checkpoints/$(JOB_NAME)"},
-        {"name": "HOME", "value": "/tmp"},
+        # The root filesystem is read-only: the caches under HOME (PyTorch hub, Triton, CUDA's JIT cache,
+        # matplotlib) and TorchInductor's under the temp directory all land in the /tmp emptyDir.
+        {"name": "HOME", "value": pod_security.TMP_PATH},
         *({"name": k, "value": v} for k, v in sorted(settings.items())),
     ]
     args = [
@@ -111,6 +115,7 @@ def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
         f"--master-port={RENDEZVOUS_PORT}",
         f"/scripts/{training_script.FILE_NAME}",
     ]
+    tmp_volume, tmp_mount = pod_security.writable_dir("tmp", pod_security.TMP_PATH, TMP_SIZE)
     template_metadata: dict = {"labels": {labels.APP_NAME_LABEL: NAME, labels.TEAM_LABEL: plan.namespace}}
     if annotations:
         template_metadata["annotations"] = annotations
@@ -122,9 +127,12 @@ def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
             "priorityClassName": priority_class,
             "nodeSelector": dict(pool.selector),
             "tolerations": pool.tolerations,
-            # Pod Security "restricted"-compliant, so the job runs under any team namespace level.
-            "securityContext": {"runAsNonRoot": True, "runAsUser": USER_ID, "runAsGroup": USER_ID,
-                                "fsGroup": USER_ID, "seccompProfile": {"type": "RuntimeDefault"}},
+            # The ranks never call the Kubernetes API (the rendezvous is torchrun's own TCP store).
+            "automountServiceAccountToken": False,
+            # Pod Security "restricted"-compliant, so the job runs under any team namespace level. RDMA pools add
+            # no capability: see `pod_security` (IPC_LOCK would not reach a non-root process; memlock is the
+            # node runtime's).
+            "securityContext": pod_security.pod_security_context(),
             "containers": [{
                 "name": "trainer",
                 "image": plan.image,
@@ -133,17 +141,19 @@ def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
                 "env": env,
                 "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}],
                 "resources": _resources(plan),
-                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                "securityContext": pod_security.container_security_context(),
                 "volumeMounts": [
                     {"name": "scripts", "mountPath": "/scripts", "readOnly": True},
                     {"name": "checkpoints", "mountPath": "/checkpoints"},
                     {"name": "dshm", "mountPath": "/dev/shm"},  # NCCL's shared-memory transport
+                    tmp_mount,
                 ],
             }],
             "volumes": [
                 {"name": "scripts", "configMap": {"name": SCRIPT_CONFIG_MAP}},
                 {"name": "checkpoints", "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}},
                 {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                tmp_volume,
             ],
         },
     }
