@@ -6,6 +6,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PLAN_DIR ?= build/plan
 TORCH_VERSION := 2.13.0
+# checkov's version (tests/test_checkov.py checks the one it runs against this line); see its target below.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_RESOLVED_AT := 2026-10-21T00:00:00Z
+CHECKOV_VENV := $(VENV)/tools/checkov
 
 .PHONY: plan test lint bench clean check-lowest check-consumer
 
@@ -21,9 +25,19 @@ $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt -e '.[all]'
 	touch $@
 
-# Test tools, the inference app's stack, promtool. torch goes through pip on purpose: pip honours the
+# checkov for tests/test_checkov.py, in an environment of its own (.venv/tools/checkov): its own pins
+# (packaging<24, networkx<2.7, an exact boto3) conflict with constraints.txt. Its dependencies resolve as PyPI had
+# them on CHECKOV_RESOLVED_AT (the day after the release), so every machine gets the same tree; bump both together.
+$(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION): | $(BIN)/uv
+	rm -rf $(CHECKOV_VENV)
+	$(BIN)/uv venv --quiet --python $(PYTHON) $(CHECKOV_VENV)
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(CHECKOV_VENV)/bin/python \
+	  --exclude-newer $(CHECKOV_RESOLVED_AT) checkov==$(CHECKOV_VERSION)
+	touch $@
+
+# Test tools, the inference app's stack, promtool, checkov. torch goes through pip on purpose: pip honours the
 # machine's pip configuration (a local CPU wheel where one is provided); uv does not.
-$(VENV)/.installed-dev: $(VENV)/.installed
+$(VENV)/.installed-dev: $(VENV)/.installed $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 	$(BIN)/python -m pip install --quiet --compile -c constraints.txt torch==$(TORCH_VERSION)
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt -e '.[dev]'
 	bash scripts/ensure-promtool.sh
@@ -49,3 +63,12 @@ check-consumer: | $(BIN)/uv
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache
+
+# Image digests (docs/security.md): resolve every pinned image tag (gpu_platform.versions.PINNED_IMAGES) at its
+# registry and rewrite components/gpu_platform/image_digests.json. Only the standard library: any python3 runs it.
+#   make digests                                 rewrite the third-party pins
+#   make digests DIGESTS_FLAGS=--check           exit 1 if a pin is stale (CI)
+#   make digests DIGESTS_FLAGS=--project-built   also this project's images, after the release pushed them
+.PHONY: digests
+digests:
+	$(PYTHON) scripts/refresh-image-digests.py $(DIGESTS_FLAGS)
