@@ -112,7 +112,7 @@ def test_onprem_infiniband_devices_and_full_gpu_operator(recordings):
 
 def test_eks_efa_pool_launch_template_and_placement(recordings):
     rec = recordings["eks-efa-kueue"]
-    interfaces = rec.one("aws:ec2/launchTemplate:LaunchTemplate").inputs["networkInterfaces"]
+    interfaces = rec.one("aws:ec2/launchTemplate:LaunchTemplate", "train-h100-efa-lt").inputs["networkInterfaces"]
     assert len(interfaces) == 32  # p5.48xlarge: 32 EFA interfaces
     assert interfaces[0]["interfaceType"] == "efa" and interfaces[0]["networkCardIndex"] == 0
     assert {i["interfaceType"] for i in interfaces[1:]} == {"efa-only"}

@@ -45,7 +45,7 @@ def test_misuse_is_refused(case):
 
 
 def test_pool_args_gives_the_stack_node_patches():
-    config = parse_config({"cloud": "existing", "nodePools": [H100]}, "lab")
+    config = parse_config({"cloud": "existing", "networkPolicyEnforced": True, "nodePools": [H100]}, "lab")
     stack = run_program(lambda: cluster_from_config("lab", config, pulumi.ResourceOptions()))
     args = pool_args("existing", H100)
     assert args["nodes"] == ["dgx-01", "dgx-02"]

@@ -8,6 +8,7 @@ from gpu_platform.errors import ConfigError
 from gpu_platform.kube.autoscaling import WorkloadAutoscaling
 from gpu_platform.kube.keda import KedaOperator
 from gpu_platform.kube.monitoring import GpuMonitoring
+from gpu_platform.kube.network_policy_engine import CalicoPolicyEngine
 from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.kube.optimizer import GpuOptimizer
 from gpu_platform.kube.rdma import RdmaStack
@@ -153,6 +154,15 @@ MISUSE = [
     (lambda: GpuOptimizer("opt", {"prometheus_url": PROMETHEUS, "utilization_threshold": 150}),
      "GpuOptimizer opt: utilization_threshold: must be <= 100, got 150"),
     (lambda: GpuOptimizer("opt", {"pools": [L4.spec()]}), "GpuOptimizer opt: prometheus_url: is required"),
+    # CalicoPolicyEngine
+    (lambda: CalicoPolicyEngine("np", {"pools": [L4.spec()]}), "CalicoPolicyEngine np: interface_prefix: is required"),
+    (lambda: CalicoPolicyEngine("np", {"interface_prefix": "oci", "interfacePrefix": "oci"}),
+     "CalicoPolicyEngine np: interfacePrefix: unknown argument; arguments are snake_case in Python: use "
+     "'interface_prefix' (camelCase is the stack file's spelling)"),
+    (lambda: CalicoPolicyEngine("np", {"interface_prefix": "oci",
+                                       "pools": [L4.spec(), GKE_L4.spec() | {"name": "g2"}]}),
+     "CalicoPolicyEngine np: pools[1].cloud: pool 'g2' is a GCP pool; pools[0] is an AWS pool: one cluster's pools "
+     "are on one cloud"),
     # WorkloadAutoscaling
     (lambda: WorkloadAutoscaling("auto", {"vpa_targets": [TARGET], "vpa_mode": "Auto"}),
      "WorkloadAutoscaling auto: vpa_mode: 'Auto' is not one of Off, Initial"),

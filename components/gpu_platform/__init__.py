@@ -43,6 +43,8 @@ _COMPONENTS = {
     "ExistingGpuNodes": ".clouds.existing.cluster",
     "ExistingGpuNodesArgs": ".clouds.existing.cluster",
     # The Kubernetes layer (no cloud SDK)
+    "CalicoPolicyEngine": ".kube.network_policy_engine",
+    "CalicoPolicyEngineArgs": ".kube.network_policy_engine",
     "NvidiaGpuStack": ".kube.nvidia",
     "NvidiaGpuStackArgs": ".kube.nvidia",
     "RdmaStack": ".kube.rdma",

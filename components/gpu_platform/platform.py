@@ -1,7 +1,8 @@
 """`GpuPlatform`: composes a whole environment from the stack configuration.
 
 Cluster and GPU pools from the cloud layer, then the cloud-agnostic Kubernetes layers in dependency order:
-monitoring (its CRDs first), NVIDIA software, RDMA, scheduling, tenancy, workloads, optimizer, autoscaling.
+the NetworkPolicy engine where the cloud's CNI has none, monitoring (its CRDs first), NVIDIA software, RDMA,
+scheduling, tenancy, workloads, optimizer, autoscaling.
 """
 
 import importlib
@@ -74,6 +75,17 @@ class GpuPlatform(pulumi.ComponentResource):
         specs = [p.spec() for p in self.pools]
         # Layers in dependency order; each stores its component in self.layers[<layer>] and passes
         # depends_on through self._k8s_opts([...]) where it needs an earlier layer (CRDs, webhooks).
+        # [layer: network_policy]
+        engine = self.cluster.outputs.get("network_policy_engine")
+        if engine is not None:
+            from .kube.network_policy_engine import CalicoPolicyEngine
+
+            # First, where the cloud's CNI enforces no NetworkPolicy (OKE): the policies later layers declare need
+            # something on each node to enforce them. Nothing waits for it: a NetworkPolicy is accepted before its
+            # enforcer runs and Felix applies every existing one when it starts, so a dependency would only
+            # serialise the deployment (and still leave nodes that join later unenforced until calico-node is up).
+            self.layers["network_policy"] = CalicoPolicyEngine(f"{name}-network-policy", {**engine, "pools": specs},
+                                                               opts=self._k8s_opts())
         # [layer: monitoring]
         if config.monitoring.enabled:
             from .kube.monitoring import GpuMonitoring, monitoring_args
@@ -130,8 +142,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 "team": team,
                 "cluster_queue": team["name"] if scheduling.release is not None else None,
                 "monitoring_namespace": monitoring.namespace if monitoring is not None else None,
+                "pools": specs,
+                "pod_security": team_config.pod_security,
             }, opts=self._k8s_opts(depends_on=kueue_ready))
-            for team in teams
+            for team, team_config in zip(teams, config.teams, strict=True)
         }
         # [layer: training]
         from .kube.kueue_objects import preferred_topology_level
@@ -174,6 +188,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 if config.inference.autoscaler == "keda":
                     self.layers["keda"] = KedaOperator(f"{name}-keda", {
                         "monitoring": True, "service_monitor_labels": dict(monitoring.service_monitor_labels),
+                        "monitoring_namespace": monitoring.namespace,
                     }, opts=self._k8s_opts(depends_on=[monitoring.release]))
                     after.append(self.layers["keda"].release)
             self.layers["workloads"] = InferenceService(f"{name}-inference", inference_args(

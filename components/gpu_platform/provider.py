@@ -41,6 +41,7 @@ COMPONENTS: tuple[str, ...] = (
     "gpu_platform.clouds.oci.cluster:OkeGpuNodePool",
     "gpu_platform.clouds.oci.vcn:OkeVcn",
     "gpu_platform.clouds.existing.cluster:ExistingGpuNodes",
+    "gpu_platform.kube.network_policy_engine:CalicoPolicyEngine",
     "gpu_platform.kube.nvidia:NvidiaGpuStack",
     "gpu_platform.kube.rdma:RdmaStack",
     "gpu_platform.kube.scheduling:SchedulingPolicy",

@@ -229,6 +229,12 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     "gcp:projects/iAMMember:IAMMember": lambda n, i: {"etag": "BwYmock="},
     "gcp:serviceaccount/account:Account": lambda n, i: {
         "email": f"{i.get('accountId', n)}@mock.iam.gserviceaccount.com"},
+    # OCI (ids come from `outputs_for`; mock resources are in us-ashburn-1, "iad")
+    # A vault's endpoints as KMS returns them (``https://<vault prefix>-management.kms.<region>.oraclecloud.com``):
+    # keys are created against the management endpoint.
+    "oci:Kms/vault:Vault": lambda n, i: {
+        "managementEndpoint": f"https://{n}-management.kms.us-ashburn-1.oraclecloud.com",
+        "cryptoEndpoint": f"https://{n}-crypto.kms.us-ashburn-1.oraclecloud.com"},
     # pulumi-random: a deterministic stand-in with the requested length (the real one is random and secret).
     "random:index/randomPassword:RandomPassword": lambda n, i: {
         "result": ("mock" + n.replace("-", ""))[: int(i.get("length", 16))].ljust(int(i.get("length", 16)), "x"),
