@@ -157,7 +157,7 @@ On a fresh machine with Python >= 3.10 and `make` (each command creates `.venv` 
 
 ```bash
 make plan   # installs the library + cloud SDKs, plans every reference stack offline into build/plan/
-make test   # installs the test tools (pytest, torch 2.13.0 CPU, Debian's prometheus for promtool, checkov), runs the suite
+make test   # installs the test tools (pytest, torch 2.13.0 CPU, Debian's prometheus, checkov), runs the suite
 ```
 """
 
