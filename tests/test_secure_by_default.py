@@ -8,6 +8,7 @@ import re
 
 import pytest
 import yaml
+from test_workload_security import image_references, repository_of
 
 from gpu_platform import cli, plan, versions
 
@@ -148,25 +149,10 @@ def test_monitoring_denies_by_default_and_every_namespace_has_pod_security(plann
         assert namespace["metadata"]["annotations"]["gpu-platform.io/pod-security-reason"]
 
 
-def container_images(node):
-    """Every container and init container image in an object, at any depth (pod templates, CronJob templates)."""
-    if isinstance(node, dict):
-        for key in ("containers", "initContainers"):
-            for container in node.get(key) or []:
-                if isinstance(container, dict) and "image" in container:
-                    yield container["image"]
-        for value in node.values():
-            yield from container_images(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from container_images(value)
-
-
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_container_image_is_pinned_by_digest(planned, stack):
+def test_every_image_is_pinned_by_digest(planned, stack):
     _, manifests = planned[stack]
-    images = set(container_images(manifests))
+    images = set(image_references(manifests))
     assert any("nvcr.io/nvidia/pytorch:" in image for image in images)
     for image in images:
-        repository = image.split("@")[0].rsplit(":", 1)[0]
-        assert DIGEST.search(image) or repository in versions.UNPINNED_IMAGES, image
+        assert DIGEST.search(image) or repository_of(image) in versions.UNPINNED_IMAGES, image

@@ -288,15 +288,8 @@ class AksCluster(pulumi.ComponentResource):
             f"{name}-identity", resource_group_name=group_name, location=location, tags=tags,
             opts=child_opts(self, opts))
         client = authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        self.subnet_role = authorization.RoleAssignment(
-            f"{name}-subnet-network-contributor",
-            principal_id=self.identity.principal_id,
-            principal_type="ServicePrincipal",
-            role_definition_id=client.subscription_id.apply(
-                lambda sub: f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/"
-                            f"{NETWORK_CONTRIBUTOR_ROLE}"),
-            scope=subnet_id,
-            opts=child_opts(self, opts))
+        self.subnet_role = _role_assignment(f"{name}-subnet-network-contributor", self.identity,
+                                            NETWORK_CONTRIBUTOR_ROLE, subnet_id, client, child_opts(self, opts))
 
         kms = self._secrets_encryption(name, args, group_name, client, tags, opts)
 
@@ -432,17 +425,23 @@ class AksCluster(pulumi.ComponentResource):
             key_name=KMS_KEY_NAME,
             properties=KMS_KEY_PROPERTIES,
             opts=kept())
-        self.kms_role = authorization.RoleAssignment(
-            f"{name}-kms-crypto-user",
-            principal_id=self.identity.principal_id,
-            principal_type="ServicePrincipal",
-            role_definition_id=client.subscription_id.apply(
-                lambda sub: f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/"
-                            f"{KEY_VAULT_CRYPTO_USER_ROLE}"),
-            scope=self.key_vault.id,
-            opts=kept())
+        self.kms_role = _role_assignment(f"{name}-kms-crypto-user", self.identity, KEY_VAULT_CRYPTO_USER_ROLE,
+                                         self.key_vault.id, client, kept())
         # The versioned URI: the KMS plugin needs the key version (`specs.kms_profile`).
         return kms_profile(self.kms_key.key_uri_with_version)
+
+
+def _role_assignment(name: str, identity: Any, role_guid: str, scope: pulumi.Input[str], client: Any,
+                     opts: pulumi.ResourceOptions) -> "authorization.RoleAssignment":
+    """The built-in role ``role_guid`` for the cluster's user-assigned identity on ``scope``."""
+    return authorization.RoleAssignment(
+        name,
+        principal_id=identity.principal_id,
+        principal_type="ServicePrincipal",
+        role_definition_id=client.subscription_id.apply(
+            lambda sub: f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{role_guid}"),
+        scope=scope,
+        opts=opts)
 
 
 def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> ClusterHandle:
