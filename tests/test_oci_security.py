@@ -257,11 +257,16 @@ def test_autoscaler_uses_workload_identity_with_oracles_six_compartment_scoped_s
     assert all("dynamic-group" not in s for p in rec.of_type(POLICY) for s in p.inputs["statements"])
 
 
-def test_reference_oci_stack_plans_private_encrypted_and_without_instance_principals():
+def test_reference_oci_stack_plans_allow_listed_encrypted_and_without_instance_principals():
     result = plan.plan_stack("oci-dev", plan.discover_stacks()["oci-dev"])
     assert result.errors == []
     cluster = result.recording.one(CLUSTER).inputs
-    assert cluster["endpointConfig"]["isPublicIpEnabled"] is False
+    # The stack lists one example range: a public IP, reachable on 6443 from that range only.
+    assert cluster["endpointConfig"]["isPublicIpEnabled"] is True
+    api_rules = [rule for sl in result.recording.of_type("oci:Core/securityList:SecurityList")
+                 for rule in sl.inputs.get("ingressSecurityRules", []) if rule.get("tcpOptions", {}).get("min") == 6443]
+    # Besides the VCN's own worker and pod subnets, only the listed range.
+    assert {rule["source"] for rule in api_rules if not rule["source"].startswith("10.20.")} == {"203.0.113.0/24"}
     assert cluster["kmsKeyId"] == "ocid1.key.oc1.iad.oci-dev-secrets-key"
     assert result.recording.of_type("oci:Identity/dynamicGroup:DynamicGroup") == []
     # The Key is created against the vault's management endpoint (a mock that answers like KMS).
