@@ -1,4 +1,4 @@
-"""GPU machine shapes of every cloud: GPU model, count, memory, MIG, RDMA fabric and NICs.
+"""GPU machine shapes of every cloud: GPU model, count, memory, MIG, RDMA fabric and NICs; accelerator vendors.
 
 Pure data plus lookups. Sources (checked 2026-11): AWS EC2 accelerated-computing instance pages and Karpenter's
 generated instance-type reference (EFA counts = ``vpc.amazonaws.com/efa``); Azure NC/ND-series size pages;
@@ -7,6 +7,9 @@ Google Cloud GPU machine types (accelerator-optimized A2/A3/G2, N1 with attached
 
 import difflib
 from dataclasses import dataclass, field
+
+from . import labels
+from .labels import Taint
 
 CLOUDS = ("aws", "azure", "gcp", "oci", "existing")
 CLOUD_NAMES = {"aws": "AWS", "azure": "Azure", "gcp": "GCP", "oci": "OCI", "existing": "existing-cluster"}
@@ -21,9 +24,60 @@ GPUDIRECT_RDMA = "gpudirect-rdma"
 RDMA_FABRICS = (EFA, INFINIBAND, ROCE, GPUDIRECT_TCPX, GPUDIRECT_TCPXO, GPUDIRECT_RDMA)
 
 
+# Accelerator vendors: what a pool's accelerator model is made by decides the extended resources its nodes
+# advertise, the taint the platform puts on them, and how its devices may be shared (`VENDORS`).
+NVIDIA = "nvidia"
+AWS_NEURON = "aws-neuron"
+AMD = "amd"
+GOOGLE_TPU = "google-tpu"
+
+NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"
+"""NVIDIA's device plugin resource: what ``teams[].gpuQuota`` counts."""
+
+
+@dataclass(frozen=True)
+class AcceleratorVendor:
+    """An accelerator vendor as Kubernetes sees its nodes: the extended resources its device plugin advertises, the
+    taint of its pools and the sharing modes the platform can configure for it."""
+
+    key: str
+    """``nvidia``, ``aws-neuron``, ``amd`` or ``google-tpu``."""
+    display_name: str
+    resources: tuple[str, ...]
+    """Extended resources its device plugin advertises, the primary one first: the one a pool's devices are counted
+    in (``gpusPerNode``), Kueue flavors and reference workloads use, and a pod asks for to get a device."""
+    taint: Taint
+    """The taint on every node of its pools (`labels`), which the pools' tolerations carry."""
+    sharing_modes: tuple[str, ...]
+    """``nodePools[].sharing.mode`` values the platform can configure for it."""
+
+    @property
+    def resource(self) -> str:
+        """The primary resource."""
+        return self.resources[0]
+
+
+VENDORS: dict[str, AcceleratorVendor] = {
+    v.key: v
+    for v in (
+        AcceleratorVendor(NVIDIA, "NVIDIA", (NVIDIA_GPU_RESOURCE,), labels.GPU_TAINT,
+                          ("exclusive", "time-slicing", "mps", "mig", "hami")),
+        # The Neuron device plugin advertises whole devices and their NeuronCores (a pod asks for one or the
+        # other); the NeuronCore count per device depends on the chip (`GpuModel.secondary_per_device`).
+        AcceleratorVendor(AWS_NEURON, "AWS Neuron", ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore"),
+                          labels.NEURON_TAINT, ("exclusive",)),
+        AcceleratorVendor(AMD, "AMD", ("amd.com/gpu",), labels.AMD_GPU_TAINT, ("exclusive",)),
+        AcceleratorVendor(GOOGLE_TPU, "Google Cloud TPU", ("google.com/tpu",), labels.TPU_TAINT, ("exclusive",)),
+    )
+}
+"""Every vendor the platform knows. Only NVIDIA has models in `GPU_MODELS` so far; the others are here so adding
+their shapes is all that is left. Their sharing is ``exclusive`` until the platform configures their partitioning."""
+
+
 @dataclass(frozen=True)
 class GpuModel:
-    """An NVIDIA GPU model as the platform labels and partitions it."""
+    """An accelerator model (an NVIDIA GPU unless ``vendor`` says otherwise) as the platform labels and partitions
+    it."""
 
     key: str
     """Short lower-case name used in labels and PriorityClass names (``h100``, ``a100-80gb``)."""
@@ -31,38 +85,62 @@ class GpuModel:
     memory_gib: int
     mig_profiles: tuple[str, ...] = ()
     """MIG profiles NVIDIA publishes for the model (``1g.10gb``...); empty when the GPU has no MIG."""
+    vendor: str = NVIDIA
+    """Key of :data:`VENDORS`."""
+    secondary_per_device: tuple[tuple[str, int], ...] = ()
+    """Units of each secondary resource of the vendor one device advertises (Neuron: NeuronCores per device). A
+    secondary resource left out counts 0 in capacities until the catalog states it."""
 
     @property
     def mig_capable(self) -> bool:
         return bool(self.mig_profiles)
 
+    @property
+    def accelerator(self) -> AcceleratorVendor:
+        """The model's vendor."""
+        return VENDORS[self.vendor]
 
-GPU_MODELS: dict[str, GpuModel] = {
-    m.key: m
-    for m in (
-        GpuModel("t4", "NVIDIA T4", 16),
-        GpuModel("v100", "NVIDIA V100 16GB", 16),
-        GpuModel("v100-32gb", "NVIDIA V100 32GB", 32),
-        GpuModel("a10", "NVIDIA A10", 24),
-        GpuModel("a10g", "NVIDIA A10G", 24),
-        GpuModel("l4", "NVIDIA L4", 24),
-        GpuModel("l40s", "NVIDIA L40S", 48),
-        GpuModel("a100-40gb", "NVIDIA A100 40GB", 40, ("1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")),
-        GpuModel("a100-80gb", "NVIDIA A100 80GB", 80, ("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
-        GpuModel(
-            "h100", "NVIDIA H100 80GB", 80, ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
-        ),
-        GpuModel(
-            "h100-nvl", "NVIDIA H100 NVL 94GB", 94, ("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb")
-        ),
-        GpuModel(
-            "h200", "NVIDIA H200 141GB", 141, ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")
-        ),
-        GpuModel(
-            "b200", "NVIDIA B200 180GB", 180, ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")
-        ),
-    )
-}
+
+_NVIDIA_MODELS = (
+    GpuModel("t4", "NVIDIA T4", 16),
+    GpuModel("v100", "NVIDIA V100 16GB", 16),
+    GpuModel("v100-32gb", "NVIDIA V100 32GB", 32),
+    GpuModel("a10", "NVIDIA A10", 24),
+    GpuModel("a10g", "NVIDIA A10G", 24),
+    GpuModel("l4", "NVIDIA L4", 24),
+    GpuModel("l40s", "NVIDIA L40S", 48),
+    GpuModel("a100-40gb", "NVIDIA A100 40GB", 40, ("1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")),
+    GpuModel("a100-80gb", "NVIDIA A100 80GB", 80, ("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
+    GpuModel(
+        "h100", "NVIDIA H100 80GB", 80, ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+    ),
+    GpuModel(
+        "h100-nvl", "NVIDIA H100 NVL 94GB", 94, ("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb")
+    ),
+    GpuModel(
+        "h200", "NVIDIA H200 141GB", 141, ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")
+    ),
+    GpuModel(
+        "b200", "NVIDIA B200 180GB", 180, ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")
+    ),
+)
+
+# --- AWS Neuron models ---
+_NEURON_MODELS: tuple[GpuModel, ...] = ()
+# --- AMD Instinct models ---
+_AMD_MODELS: tuple[GpuModel, ...] = ()
+# --- Google TPU models ---
+_TPU_MODELS: tuple[GpuModel, ...] = ()
+
+GPU_MODELS: dict[str, GpuModel] = {m.key: m for m in (*_NVIDIA_MODELS, *_NEURON_MODELS, *_AMD_MODELS, *_TPU_MODELS)}
+"""Every accelerator model, by key."""
+
+
+def vendor_of(gpu_model: str) -> AcceleratorVendor:
+    """The vendor of a model key; NVIDIA for a key the catalog does not hold (the catalog's models were NVIDIA's
+    alone before vendors existed, and a pool built by hand may name a model loosely)."""
+    model = GPU_MODELS.get(gpu_model)
+    return model.accelerator if model is not None else VENDORS[NVIDIA]
 
 
 def mig_instances_per_gpu(model: GpuModel, profile: str) -> int:
@@ -209,7 +287,18 @@ _OCI = [
     *_rows("oci", "b200", [("BM.GPU.B200.8", 8, 256, 4096, ROCE, 8)]),
 ]
 
-SHAPES: dict[tuple[str, str], MachineShape] = {(s.cloud, s.name): s for s in (*_AWS, *_AZURE, *_GCP, *_OCI)}
+# --- AWS Neuron shapes ---
+_AWS_NEURON: list[MachineShape] = []
+# --- Azure AMD shapes ---
+_AZURE_AMD: list[MachineShape] = []
+# --- OCI AMD shapes ---
+_OCI_AMD: list[MachineShape] = []
+# --- GCP TPU shapes ---
+_GCP_TPU: list[MachineShape] = []
+
+SHAPES: dict[tuple[str, str], MachineShape] = {
+    (s.cloud, s.name): s for s in (*_AWS, *_AWS_NEURON, *_AZURE, *_AZURE_AMD, *_GCP, *_GCP_TPU, *_OCI, *_OCI_AMD)
+}
 
 # GCP attachable accelerators (N1): GPU model and the counts GCP allows per VM.
 GCP_ATTACHABLE = {

@@ -28,6 +28,7 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
     Secret,
     TeamConfig,
     TrainingConfig,
+    accelerator_devices,
     gpu_pool,
 )
 from .errors import ConfigError, did_you_mean, one_of
@@ -204,6 +205,11 @@ def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel],
     raw = as_mapping(raw_pool["sharing"], spath)
     check_keys(raw, {"mode", "replicas", "profile"}, spath)
     mode = read_enum(raw, "mode", spath, SHARING_MODES, "exclusive")
+    vendor = gpu.accelerator if gpu is not None else None
+    if vendor is not None and mode not in vendor.sharing_modes:
+        raise ConfigError(join(spath, "mode"), f"{vendor.display_name} accelerators ({gpu.display_name} on "
+                                               f"'{shape_name}') support sharing mode "
+                                               f"{', '.join(vendor.sharing_modes)} only, got '{mode}'")
     if mode in ("time-slicing", "mps", "hami"):
         replicas = read_int(raw, "replicas", spath, required=True)
         if replicas < 2:
@@ -312,25 +318,59 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
     return pool
 
 
-def parse_team(raw_value: Any, path: str) -> TeamConfig:
+def parse_quotas(raw: Mapping, path: str, advertised: tuple[str, ...]) -> dict[str, int]:
+    """``teams[].quotas``: ``{<resource>: <count>}``, each a resource a pool advertises, counts integers >= 0."""
+    if raw.get("quotas") is None:
+        return {}
+    qpath = join(path, "quotas")
+    quotas = {}
+    for resource, _ in as_mapping(raw["quotas"], qpath).items():
+        at = join(qpath, str(resource))
+        if resource not in advertised:
+            raise ConfigError(at, f"no node pool advertises '{resource}' (the pools advertise "
+                                  f"{', '.join(advertised)}){did_you_mean(str(resource), advertised)}")
+        if resource == catalog.NVIDIA_GPU_RESOURCE and raw.get("gpuQuota") is not None:
+            raise ConfigError(at, f"duplicates gpuQuota, the team's {resource} quota; give one of them")
+        quotas[str(resource)] = read_int(raw["quotas"], resource, qpath, minimum=0, required=True)
+    return quotas
+
+
+def parse_team(raw_value: Any, path: str,
+               advertised: tuple[str, ...] = (catalog.NVIDIA_GPU_RESOURCE,)) -> TeamConfig:
+    """One ``teams`` entry; ``advertised``: the accelerator resources the stack's node pools advertise."""
     raw = as_mapping(raw_value, path)
     check_keys(raw, {"name", "gpuQuota", "cpuQuota", "memoryQuotaGi", "group", "borrowingLimit", "lendingLimit",
-                     "podSecurity"}, path)
+                     "podSecurity", "quotas"}, path)
     name = read_dns_label(raw, "name", path)
-    gpu_quota = read_int(raw, "gpuQuota", path, 0, minimum=0)
+    quotas = parse_quotas(raw, path, advertised)
+    # `quotas: {nvidia.com/gpu: n}` is gpuQuota spelled the other way: one field holds it.
+    gpu_quota = quotas.pop(catalog.NVIDIA_GPU_RESOURCE, None)
+    if gpu_quota is None:
+        gpu_quota = read_int(raw, "gpuQuota", path, 0, minimum=0)
+    if gpu_quota and catalog.NVIDIA_GPU_RESOURCE not in advertised:
+        raise ConfigError(join(path, "gpuQuota"), f"counts {catalog.NVIDIA_GPU_RESOURCE}, which no node pool "
+                                                  f"advertises (the pools advertise {', '.join(advertised)}); "
+                                                  "give the team quotas of those")
     lending = read_int(raw, "lendingLimit", path, None, minimum=0)
     if lending is not None and lending > gpu_quota:
         raise ConfigError(join(path, "lendingLimit"), f"cannot exceed gpuQuota ({gpu_quota}), got {lending}")
+    devices = accelerator_devices(gpu_quota, quotas)
     return TeamConfig(
         name=name,
         gpu_quota=gpu_quota,
-        cpu_quota=read_int(raw, "cpuQuota", path, max(4, 8 * gpu_quota), minimum=0),
-        memory_quota_gib=read_int(raw, "memoryQuotaGi", path, max(16, 64 * gpu_quota), minimum=0),
+        cpu_quota=read_int(raw, "cpuQuota", path, max(4, 8 * devices), minimum=0),
+        memory_quota_gib=read_int(raw, "memoryQuotaGi", path, max(16, 64 * devices), minimum=0),
         group=read_str(raw, "group", path, name),
         borrowing_limit=read_int(raw, "borrowingLimit", path, None, minimum=0),
         lending_limit=lending,
         pod_security=read_enum(raw, "podSecurity", path, POD_SECURITY_LEVELS, "baseline"),
+        quotas=tuple(sorted(quotas.items())),
     )
+
+
+def advertised_resources(pools: list[NodePoolConfig]) -> tuple[str, ...]:
+    """Every accelerator resource the node pools advertise, in pool order (what team quotas may name)."""
+    return tuple(dict.fromkeys(r for p in pools for r in catalog.vendor_of(p.gpu_model).resources))
 
 
 def _section(raw: Mapping, key: str) -> Mapping:
@@ -542,7 +582,8 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     if gpu_software is None:
         gpu_software = default_gpu_software(cloud, pools)
     _unique([p.name for p in pools], "nodePools", "pool")
-    teams = [parse_team(t, join("teams", i)) for i, t in enumerate(read_list(raw, "teams", ""))]
+    advertised = advertised_resources(pools)
+    teams = [parse_team(t, join("teams", i), advertised) for i, t in enumerate(read_list(raw, "teams", ""))]
     _unique([t.name for t in teams], "teams", "team")
     config = PlatformConfig(
         stack=stack,

@@ -70,9 +70,10 @@ class TeamConfig:
     gpu_quota: int
     """GPUs (``nvidia.com/gpu``) the team may request, >= 0."""
     cpu_quota: int
-    """CPU cores the team may request. Default: 8 per GPU, at least 4."""
+    """CPU cores the team may request. Default: 8 per GPU or other accelerator device (``gpuQuota`` plus the
+    ``quotas`` of each vendor's device resource), at least 4."""
     memory_quota_gib: int
-    """Memory (GiB) the team may request. Default: 64 per GPU, at least 16."""
+    """Memory (GiB) the team may request. Default: 64 per GPU or other accelerator device, at least 16."""
     group: str
     """Identity-provider group bound to the team's edit role. Default: the team name."""
     borrowing_limit: Optional[int] = None
@@ -83,6 +84,31 @@ class TeamConfig:
     """Pod Security level the namespace enforces: ``baseline`` (default: no privileged pods, host paths or host
     namespaces), ``restricted``, or ``privileged`` for teams whose RDMA pods need IPC_LOCK or host paths (then any
     member may run privileged pods on the shared GPU nodes). Audit and warn stay ``restricted``."""
+    quotas: tuple[tuple[str, int], ...] = ()
+    """Counts of other accelerator resources the team may request, ``{<extended resource name>: <count>}``
+    (``aws.amazon.com/neuron: 16``, ``amd.com/gpu: 8``), each >= 0 and advertised by a node pool. They cap the
+    namespace like ``gpuQuota`` and are split over the team's Kueue flavors the same way. ``nvidia.com/gpu`` here
+    is ``gpuQuota`` under another name (give one of them)."""
+
+    def quota_of(self, resource: str) -> int:
+        """The team's quota of one accelerator resource: ``gpu_quota`` for ``nvidia.com/gpu``, else its `quotas`
+        entry (0 without one)."""
+        if resource == catalog.NVIDIA_GPU_RESOURCE:
+            return self.gpu_quota
+        return dict(self.quotas).get(resource, 0)
+
+    @property
+    def accelerator_quota(self) -> int:
+        """Accelerator devices the team may request over every vendor: ``gpu_quota`` plus the quotas of each vendor's
+        primary resource (what the default CPU, memory and pod quotas scale with)."""
+        return accelerator_devices(self.gpu_quota, dict(self.quotas))
+
+
+def accelerator_devices(gpu_quota: int, quotas: dict[str, int]) -> int:
+    """``gpuQuota`` plus the counts in ``quotas`` of a vendor's primary resource (devices, not NeuronCores)."""
+    primary = {v.resource for v in catalog.VENDORS.values()}
+    return gpu_quota + sum(count for resource, count in quotas.items()
+                           if resource in primary and resource != catalog.NVIDIA_GPU_RESOURCE)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 
+from . import catalog
+
 COLUMN_TITLES = ("GPU pools", "Add-ons", "Kueue queues", "Teams")
 
 
@@ -33,6 +35,20 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text)
 
 
+DEVICE_RESOURCES = frozenset(v.resource for v in catalog.VENDORS.values())
+"""Each vendor's primary resource: whole devices, what quotas are shown in (NeuronCores are not devices)."""
+
+
+def _devices_word(resources: set[str]) -> str:
+    """``GPUs`` while only NVIDIA GPUs are counted, ``accelerators`` once other vendors' devices are."""
+    return "GPUs" if resources <= {catalog.NVIDIA_GPU_RESOURCE} else "accelerators"
+
+
+def _quoted(team) -> set[str]:
+    """The device resources a team has a quota of (``nvidia.com/gpu`` always: ``gpuQuota``, 0 or not)."""
+    return {r for r, _ in team.quotas if r in DEVICE_RESOURCES} | {catalog.NVIDIA_GPU_RESOURCE}
+
+
 def build_diagram(plan) -> StackDiagram:
     """The diagram model of a `gpu_platform.plan.StackPlan`."""
     config = plan.config
@@ -52,14 +68,15 @@ def build_diagram(plan) -> StackDiagram:
     queues = []
     for r in (rec.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")):
         name = r.inputs.get("metadata", {}).get("name", r.name)
-        gpus = 0
+        devices, counted = 0, set()
         for group in r.inputs.get("spec", {}).get("resourceGroups", []):
             for flavor in group.get("flavors", []):
                 for resource in flavor.get("resources", []):
-                    if resource.get("name") == "nvidia.com/gpu":
-                        gpus += int(resource.get("nominalQuota", 0))
-        queues.append(Box(f"queue_{_slug(name)}", name, f"nominal {gpus} GPUs"))
-    teams = [Box(f"team_{_slug(t.name)}", t.name, f"quota {t.gpu_quota} GPUs")
+                    if resource.get("name") in DEVICE_RESOURCES:
+                        devices += int(resource.get("nominalQuota", 0))
+                        counted.add(resource["name"])
+        queues.append(Box(f"queue_{_slug(name)}", name, f"nominal {devices} {_devices_word(counted)}"))
+    teams = [Box(f"team_{_slug(t.name)}", t.name, f"quota {t.accelerator_quota} {_devices_word(_quoted(t))}")
              for t in sorted(config.teams, key=lambda t: t.name)]
     queues.sort(key=lambda b: b.title)
     diagram = StackDiagram(config.stack, cluster, dict(zip(COLUMN_TITLES, (pools, addons, queues, teams),

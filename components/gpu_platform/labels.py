@@ -136,6 +136,24 @@ class Taint:
 
 
 GPU_TAINT = Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, GPU_TAINT_EFFECT)
+"""The taint of NVIDIA pools (`catalog.VENDORS` gives each accelerator vendor its taint)."""
+
+# The taints of the other accelerator vendors' pools: the ones each vendor's or cloud's own material puts on such
+# nodes, so pods and device plugins written for those nodes tolerate ours. Keys equal the resource names, like
+# NVIDIA's, so Kubernetes' ExtendedResourceToleration admission plugin matches them too.
+NEURON_TAINT_KEY = "aws.amazon.com/neuron"
+NEURON_TAINT = Taint(NEURON_TAINT_KEY, "true", "NoSchedule")
+"""AWS Inferentia/Trainium nodes: ``aws.amazon.com/neuron=true:NoSchedule``, the taint of the Neuron NodePools in the
+EKS Workshop (eksworkshop.com docs/aiml/chatbot/nodepool), AWS's Karpenter blueprints (neuron-workload) and the EKS
+Auto Mode samples."""
+AMD_GPU_TAINT_KEY = "amd.com/gpu"
+AMD_GPU_TAINT = Taint(AMD_GPU_TAINT_KEY, "present", "NoSchedule")
+"""AMD Instinct nodes: ``amd.com/gpu=present:NoSchedule``, what Oracle's OKE MI300X guide
+(oracle-quickstart/oci-hpc-oke) taints them with, mirroring NVIDIA's ``present``."""
+TPU_TAINT_KEY = "google.com/tpu"
+TPU_TAINT = Taint(TPU_TAINT_KEY, "present", "NoSchedule")
+"""Google Cloud TPU nodes: GKE itself taints TPU slice nodes ``google.com/tpu=present:NoSchedule`` (GKE docs,
+"TPUs in GKE", how TPUs work)."""
 AKS_SPOT_TAINT = Taint(AKS_SPOT_TAINT_KEY, AKS_SPOT_TAINT_VALUE, "NoSchedule")
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

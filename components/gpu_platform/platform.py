@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import pulumi
 
+from . import catalog
 from .clouds.handle import ClusterHandle
 from .config import PlatformConfig, parse_config, strip_namespace
 from .errors import ConfigError
@@ -94,26 +95,35 @@ class GpuPlatform(pulumi.ComponentResource):
             self.layers["monitoring"] = GpuMonitoring(f"{name}-monitoring", monitoring_args(config, specs),
                                                       opts=self._k8s_opts())
         # [layer: nvidia]
-        from .kube.nvidia import NvidiaGpuStack
-
         monitoring = self.layers.get("monitoring")
-        # The DCGM exporter's ServiceMonitor needs kube-prometheus-stack's CRDs: the whole stack waits for them.
-        self.layers["nvidia"] = NvidiaGpuStack(f"{name}-nvidia", {
-            "cloud": config.cloud,
-            "gpu_software": config.gpu_software,
-            "pools": specs,
-            "monitoring": monitoring is not None,
-            "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
-        }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
+        nvidia_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.NVIDIA]
+        # The NVIDIA software runs where there are NVIDIA pools (or no accelerator pool at all: a cluster whose GPU
+        # nodes join later, as on existing clusters); a cluster of other vendors' accelerators gets none of it.
+        if nvidia_specs or not specs:
+            from .kube.nvidia import NvidiaGpuStack
+
+            # The DCGM exporter's ServiceMonitor needs kube-prometheus-stack's CRDs: the whole stack waits for them.
+            self.layers["nvidia"] = NvidiaGpuStack(f"{name}-nvidia", {
+                "cloud": config.cloud,
+                "gpu_software": config.gpu_software,
+                "pools": nvidia_specs,
+                "monitoring": monitoring is not None,
+                "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
+            }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
+        # [layer: neuron]
+        # [layer: amd]
+        # [layer: tpu]
         # [layer: rdma]
         if any(p.rdma_fabric for p in self.pools):
             from .kube.rdma import RdmaStack
 
-            nvidia = self.layers["nvidia"]
-            # After the NVIDIA stack: its NFD (the cluster's only one) labels the NICs the Network Operator uses.
+            # After the accelerator stacks: the NFD one of them runs (the cluster's only one) labels the NICs the
+            # Network Operator uses.
+            accelerator_stacks = [self.layers[k] for k in ("nvidia", "amd") if k in self.layers]
             self.layers["rdma"] = RdmaStack(f"{name}-rdma", {
-                "cloud": config.cloud, "pools": specs, "nfd_installed": nvidia.runs_nfd,
-            }, opts=self._k8s_opts(depends_on=[nvidia]))
+                "cloud": config.cloud, "pools": specs,
+                "nfd_installed": any(getattr(stack, "runs_nfd", False) for stack in accelerator_stacks),
+            }, opts=self._k8s_opts(depends_on=accelerator_stacks))
         # [layer: scheduling]
         from .kube.scheduling import SchedulingPolicy
         from .kube.teams import team_spec
@@ -155,12 +165,13 @@ class GpuPlatform(pulumi.ComponentResource):
         from .priorities import HIGH, INFERENCE_CRITICAL, MEDIUM
 
         train_pool, team = training_pool(self.pools), (config.teams[0] if config.teams else None)
-        if config.training.enabled and train_pool is not None and team is not None and team.gpu_quota > 0:
+        if (config.training.enabled and train_pool is not None and team is not None
+                and team.quota_of(train_pool.resource) > 0):
             per_gpu = config.scheduling.per_gpu_priority_classes
             self.layers["training"] = TrainingWorkload(f"{name}-training", {
                 "pool": train_pool.spec(),
                 "namespace": team.name,
-                "gpu_quota": team.gpu_quota,
+                "gpu_quota": team.quota_of(train_pool.resource),
                 "local_queue": self.layers["tenancy"][team.name].local_queue_name,
                 "topology_level": preferred_topology_level(train_pool) if scheduling.release is not None else None,
                 "job_priority_class": workload_class_name(MEDIUM, train_pool, per_gpu),

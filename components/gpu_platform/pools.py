@@ -8,11 +8,12 @@ built from configuration before any resource exists and tested without the engin
 from dataclasses import dataclass, field
 from typing import Optional, TypedDict
 
-from . import labels
-from .labels import GPU_TAINT, Taint
+from . import catalog, labels
+from .labels import Taint
 
-SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig", "hami")
-"""``hami``: HAMi's device plugin and scheduler share each GPU by memory (pods ask ``nvidia.com/gpumem``)."""
+SHARING_MODES = catalog.VENDORS[catalog.NVIDIA].sharing_modes
+"""Every sharing mode (NVIDIA's; other vendors support a subset, `catalog.VENDORS`). ``hami``: HAMi's device plugin
+and scheduler share each GPU by memory (pods ask ``nvidia.com/gpumem``)."""
 
 # Extended resources a pod requests to get RDMA NICs, per fabric (how many: `GpuPool.rdma_limits`).
 # GKE's GPUDirect fabrics (gpudirect-tcpx/-tcpxo/-rdma) have none on purpose: GKE advertises one resource per
@@ -51,8 +52,10 @@ class GpuPool:
     cloud: str
     instance_type: str
     gpu_model: str
-    """Key of :data:`gpu_platform.catalog.GPU_MODELS` (``h100``, ``l4``)."""
+    """Key of :data:`gpu_platform.catalog.GPU_MODELS` (``h100``, ``l4``); the model's vendor decides the pool's
+    `resources` and `taint`."""
     gpus_per_node: int
+    """Accelerator devices per node (GPUs, Neuron devices, TPU chips), counted in the primary `resource`."""
     gpu_memory_gib: int
     min_nodes: int
     max_nodes: int
@@ -88,9 +91,39 @@ class GpuPool:
         return {labels.POOL_LABEL: self.name}
 
     @property
+    def vendor(self) -> str:
+        """Key of the accelerator's vendor in `catalog.VENDORS` (``nvidia``...), from the GPU model."""
+        return catalog.vendor_of(self.gpu_model).key
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The extended resources the pool's nodes advertise for their accelerators, the primary one first."""
+        return catalog.vendor_of(self.gpu_model).resources
+
+    @property
+    def resource(self) -> str:
+        """The primary accelerator resource (``nvidia.com/gpu``, ``aws.amazon.com/neuron``...): what the pool's
+        devices are counted in, and what quotas, Kueue flavors and the reference workloads use."""
+        return self.resources[0]
+
+    @property
+    def taint(self) -> Taint:
+        """The accelerator taint of the pool's nodes: the vendor's (``nvidia.com/gpu=present:NoSchedule``...)."""
+        return catalog.vendor_of(self.gpu_model).taint
+
+    @property
+    def resources_per_node(self) -> dict[str, int]:
+        """What one node advertises of each of `resources`: the primary resource as `schedulable_gpus_per_node`, a
+        secondary one (NeuronCores) as the catalog's units per device, 0 where the catalog does not say yet."""
+        model = catalog.GPU_MODELS.get(self.gpu_model)
+        per_device = dict(model.secondary_per_device) if model is not None else {}
+        return {r: self.schedulable_gpus_per_node if i == 0 else self.gpus_per_node * per_device.get(r, 0)
+                for i, r in enumerate(self.resources)}
+
+    @property
     def taints(self) -> tuple[Taint, ...]:
-        """Every taint on the pool's nodes: the GPU taint, then the user's, then the cloud's own."""
-        return (GPU_TAINT, *self.user_taints, *self.extra_taints)
+        """Every taint on the pool's nodes: the accelerator taint, then the user's, then the cloud's own."""
+        return (self.taint, *self.user_taints, *self.extra_taints)
 
     @property
     def tolerations(self) -> list[dict]:
@@ -114,7 +147,8 @@ class GpuPool:
 
     @property
     def schedulable_gpus_per_node(self) -> int:
-        """`nvidia.com/gpu` allocatable per node once sharing is applied (time-slicing/MPS multiply it)."""
+        """The primary resource (`resource`) allocatable per node once sharing is applied (time-slicing/MPS
+        multiply it)."""
         return self.gpus_per_node * (self.sharing.replicas if self.sharing.shared else 1)
 
     @property
@@ -172,7 +206,8 @@ class GpuPoolSpec(TypedDict, total=False):
     instance_type: str
     """Machine type / VM size / shape."""
     gpu_model: str
-    """GPU model key (``h100``, ``l4``...)."""
+    """GPU model key (``h100``, ``l4``...); its catalog entry names the accelerator vendor, hence the pool's
+    extended resources and taint."""
     gpus_per_node: int
     """Physical GPUs per node."""
     gpu_memory_gib: int
@@ -200,7 +235,7 @@ class GpuPoolSpec(TypedDict, total=False):
     labels: dict[str, str]
     """User node labels."""
     taints: list[str]
-    """User and cloud taints as ``key=value:Effect`` (the GPU taint is implied)."""
+    """User and cloud taints as ``key=value:Effect`` (the accelerator vendor's taint is implied)."""
     rdma_pod_annotations: dict[str, str]
     """Annotations RDMA pods need."""
     nccl_env: dict[str, str]

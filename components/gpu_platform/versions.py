@@ -164,6 +164,12 @@ EKS_ADDONS: dict[str, dict[str, str]] = {
              "eks-pod-identity-agent": "v1.3.10-eksbuild.3"},
 }
 
+# --- AWS Neuron charts and images ---
+
+# --- AMD charts and images ---
+
+# --- Google TPU charts and images ---
+
 INFERENCE_IMAGE = pinned("ghcr.io/gpu-platform/sentiment-inference", "0.1.0")
 """The reference inference app (examples/inference-app/Dockerfile, CUDA variant), built by this project."""
 

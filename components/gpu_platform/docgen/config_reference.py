@@ -186,7 +186,7 @@ def type_name(annotation: Any) -> str:
     if origin is tuple:
         item = args[0] if args else Any
         if typing.get_origin(item) is tuple:
-            return "map of strings"
+            return "map of integers" if typing.get_args(item)[1:] == (int,) else "map of strings"
         return {str: "list of strings", int: "list of integers"}.get(item, f"list of {type_name(item)}")
     if annotation is config.Secret:
         return "string (secret)"
@@ -205,7 +205,7 @@ def _render(value: Any, type_text: str) -> str:
         return "none"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
-    if isinstance(value, tuple) and type_text == "map of strings":
+    if isinstance(value, tuple) and type_text.startswith("map of"):
         return "`{" + ", ".join(f"{k}: {v}" for k, v in value) + "}`"
     if isinstance(value, tuple):
         return "`[" + ", ".join(str(v) for v in value) + "]`"

@@ -32,6 +32,8 @@ def _json_type(annotation: Any) -> dict[str, Any]:
     if origin is tuple:
         item = args[0] if args else Any
         if typing.get_origin(item) is tuple:
+            if typing.get_args(item)[1:] == (int,):
+                return {"type": "object", "additionalProperties": _json_type(int)}
             return {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}}
         return {"type": "array", "items": _json_type(item)}
     if annotation is labels.Taint:

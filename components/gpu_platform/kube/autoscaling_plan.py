@@ -32,9 +32,9 @@ def inference_target(namespace: str, name: str = inference_objects.APP_NAME) -> 
 
 def training_namespace(config: PlatformConfig, pools: list[GpuPool]) -> Optional[str]:
     """The team namespace the training layer puts the reference job in, or None when it builds none (the same
-    conditions as the training layer: enabled, a training pool, a first team with GPUs)."""
-    team = config.teams[0] if config.teams else None
-    if config.training.enabled and training_pool(pools) is not None and team is not None and team.gpu_quota > 0:
+    conditions as the training layer: enabled, a training pool, a first team with a quota of its accelerator)."""
+    team, pool = (config.teams[0] if config.teams else None), training_pool(pools)
+    if config.training.enabled and pool is not None and team is not None and team.quota_of(pool.resource) > 0:
         return team.name
     return None
 

@@ -37,7 +37,6 @@ from ..versions import INFERENCE_IMAGE, KEDA_API_VERSION, PROMETHEUS_OPERATOR_AP
 from . import monitoring_policies, namespace_security, pod_security
 from .common import metadata
 
-GPU_RESOURCE = "nvidia.com/gpu"
 HAMI_MEMORY_RESOURCE = "nvidia.com/gpumem"
 """HAMi's per-pod GPU memory share, MiB."""
 APP_NAME = "sentiment"
@@ -166,7 +165,7 @@ def default_requests(pool: GpuPool) -> tuple[str, str]:
 def resources(spec: InferenceSpec) -> dict[str, Any]:
     cpu, memory = default_requests(spec.pool)
     cpu, memory = spec.cpu_request or cpu, spec.memory_request or memory
-    gpu: dict[str, Any] = {GPU_RESOURCE: 1}
+    gpu: dict[str, Any] = {spec.pool.resource: 1}
     if spec.pool.sharing.mode == "hami":
         gpu[HAMI_MEMORY_RESOURCE] = spec.pool.gpu_memory_gib * 1024 // max(1, spec.pool.sharing.replicas)
     return {"requests": {"cpu": cpu, "memory": memory, **gpu}, "limits": {"memory": memory, **gpu}}

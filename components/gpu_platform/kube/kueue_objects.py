@@ -14,8 +14,16 @@ Facts relied on, checked in kubernetes-sigs/kueue at v0.19.2:
   capacity is that of Ready nodes carrying every level label (``pkg/util/tas/node.go``). So topology flavors
   are built only for RDMA pools of fixed size: on a pool that scales from zero, TAS would never see capacity
   and nothing would be admitted to trigger a scale-up.
-* ClusterQueue: ``cohortName``; a flavor appears in one resource group only; ``lendingLimit <= nominalQuota``;
-  ``borrowingLimit``/``lendingLimit`` need a cohort (``pkg/webhooks/clusterqueue_webhook.go``).
+* ClusterQueue: ``cohortName``; a flavor appears in one resource group only, and a resource is covered by one
+  group only; every flavor of a group lists exactly the group's ``coveredResources``, in that order;
+  ``lendingLimit <= nominalQuota``; ``borrowingLimit``/``lendingLimit`` need a cohort
+  (``pkg/webhooks/clusterqueue_webhook.go``, ``apis/kueue/v1beta2/clusterqueue_types.go``).
+
+Pools of several accelerator vendors therefore share the one resource group: it covers CPU, memory and every
+accelerator resource a pool advertises, and each flavor lists them all, with a nominal quota of 0 for the resources
+its pool does not advertise (nothing can be admitted there, nor borrowed: no queue has any). Splitting the group per
+vendor is not possible, as CPU and memory can only be in one group, and would also break topology-aware flavors,
+which must supply every resource of a pod set.
 """
 
 from collections.abc import Sequence
@@ -41,9 +49,11 @@ CPU_FLAVOR = "cpu.default"
 pool name (pool names are DNS labels)."""
 LOCAL_QUEUE_NAME = "gpu"
 """Name of the LocalQueue in every team namespace: jobs carry ``kueue.x-k8s.io/queue-name: gpu``."""
-GPU_RESOURCE = "nvidia.com/gpu"
-COVERED_RESOURCES = ("cpu", "memory", GPU_RESOURCE)
-"""One resource group: a topology-aware pod set must take every resource it requests from its TAS flavor."""
+GPU_RESOURCE = catalog.NVIDIA_GPU_RESOURCE
+"""What ``gpuQuota`` counts, and the accelerator resource a queue covers when there are no pools yet."""
+BASE_RESOURCES = ("cpu", "memory")
+"""Covered by every queue, in the same group as the accelerators: a topology-aware pod set must take every
+resource it requests from its TAS flavor."""
 
 FRAMEWORKS = (
     "batch/job",
@@ -82,15 +92,22 @@ class FlavorPlan:
 
     pool: GpuPool
     capacity: int
+    """Of the pool's primary resource (`gpu_capacity`)."""
     topology: bool
 
     @property
     def name(self) -> str:
         return self.pool.name
 
+    def capacity_of(self, resource: str) -> int:
+        """What the pool offers of ``resource`` at its maximum size (0 for a resource it does not advertise)."""
+        if resource == self.pool.resource:
+            return self.capacity
+        return self.pool.resources_per_node.get(resource, 0) * self.pool.max_nodes
+
 
 def gpu_capacity(pool: GpuPool) -> int:
-    """``nvidia.com/gpu`` the pool offers at its maximum size.
+    """The pool's primary resource (``nvidia.com/gpu``, ``aws.amazon.com/neuron``...) at its maximum size.
 
     Time-slicing/MPS/HAMi advertise every GPU ``replicas`` times; MIG pools run NVIDIA's ``single`` strategy
     (one profile per pool), which advertises every MIG instance as ``nvidia.com/gpu``.
@@ -99,6 +116,18 @@ def gpu_capacity(pool: GpuPool) -> int:
     if pool.sharing.mode == "mig" and pool.sharing.mig_profile:
         per_node *= catalog.mig_instances_per_gpu(catalog.GPU_MODELS[pool.gpu_model], pool.sharing.mig_profile)
     return per_node * pool.max_nodes
+
+
+def accelerator_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:
+    """The accelerator resources the queues cover: every resource a pool advertises, in pool order (``nvidia.com/gpu``
+    alone without pools, so GPU jobs queue rather than fail until a pool exists)."""
+    found = dict.fromkeys(r for plan in plans for r in plan.pool.resources)
+    return tuple(found) or (GPU_RESOURCE,)
+
+
+def covered_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:
+    """``coveredResources`` of the queues' one resource group (see the module docstring for why one)."""
+    return (*BASE_RESOURCES, *accelerator_resources(plans))
 
 
 def topology_aware(pool: GpuPool) -> bool:
@@ -172,27 +201,57 @@ def cohort() -> dict:
 
 @dataclass(frozen=True)
 class TeamQuota:
-    """A team's quota per flavor: GPUs, CPU cores, memory GiB and GPU lending limit per GPU flavor."""
+    """A team's quota per GPU flavor: accelerator resources, CPU cores, memory GiB and GPU lending limit."""
 
     team: TeamConfig
+    accelerators: tuple[tuple[str, tuple[int, ...]], ...]
+    """Per covered accelerator resource, in `accelerator_resources` order: the nominal quota on each GPU flavor (0 on
+    the pools that do not advertise the resource)."""
     gpus: tuple[int, ...]
+    """Per GPU flavor: the quota of the pool's primary resource, which the CPU and memory quotas follow."""
     cpu_only_cpu: int
     cpu: tuple[int, ...]
     cpu_only_memory_gib: int
     memory_gib: tuple[int, ...]
     lending: Optional[tuple[int, ...]]
+    """Per GPU flavor: the ``nvidia.com/gpu`` lending limit (``lendingLimit`` counts NVIDIA GPUs, like
+    ``gpuQuota``); None without a lending limit."""
+
+    def quota_of(self, resource: str) -> tuple[int, ...]:
+        """The per-flavor quota of one accelerator resource (zeros for a resource the queues do not cover)."""
+        return dict(self.accelerators).get(resource, (0,) * len(self.gpus))
+
+
+def _split_resource(resource: str, teams: Sequence[TeamConfig], plans: Sequence[FlavorPlan]) -> list[list[int]]:
+    """Per team, one resource's quota on each flavor: split over the pools advertising it by `kube.quota_split`."""
+    offering = [i for i, plan in enumerate(plans) if resource in plan.pool.resources]
+    rows = quota_split.split_gpu_quotas([t.quota_of(resource) for t in teams],
+                                        [plans[i].capacity_of(resource) for i in offering])
+    full = []
+    for row in rows:
+        spread = [0] * len(plans)
+        for i, part in zip(offering, row, strict=True):
+            spread[i] = part
+        full.append(spread)
+    return full
 
 
 def team_quotas(teams: Sequence[TeamConfig], plans: Sequence[FlavorPlan]) -> list[TeamQuota]:
-    """Every team's quota split over the flavors by the rule in `kube.quota_split`."""
-    gpu_rows = quota_split.split_gpu_quotas([t.gpu_quota for t in teams], [p.capacity for p in plans])
+    """Every team's quota split over the flavors by the rule in `kube.quota_split`, each accelerator resource over
+    the pools that advertise it."""
+    resources = accelerator_resources(plans)
+    split = {r: _split_resource(r, teams, plans) for r in resources}
     quotas = []
-    for team, gpus in zip(teams, gpu_rows, strict=True):
+    for t, team in enumerate(teams):
+        accelerators = tuple((r, tuple(split[r][t])) for r in resources)
+        gpus = [split[plan.pool.resource][t][i] for i, plan in enumerate(plans)]
         cpu_only_cpu, cpu = quota_split.split_with_gpus(team.cpu_quota, gpus)
         cpu_only_mem, mem = quota_split.split_with_gpus(team.memory_quota_gib, gpus)
-        lending = (tuple(quota_split.split_lending_limit(team.lending_limit, gpus))
+        nvidia = split[GPU_RESOURCE][t] if GPU_RESOURCE in split else [0] * len(plans)
+        lending = (tuple(quota_split.split_lending_limit(team.lending_limit, nvidia))
                    if team.lending_limit is not None else None)
-        quotas.append(TeamQuota(team, tuple(gpus), cpu_only_cpu, tuple(cpu), cpu_only_mem, tuple(mem), lending))
+        quotas.append(TeamQuota(team, accelerators, tuple(gpus), cpu_only_cpu, tuple(cpu), cpu_only_mem, tuple(mem),
+                                lending))
     return quotas
 
 
@@ -208,13 +267,18 @@ def _resource(name: str, nominal: int | str, borrowing: Optional[int] = None, le
 def queue_flavor_indexes(quota: TeamQuota, pool_count: int) -> set[int]:
     """The GPU flavors a team's ClusterQueue lists: every pool where it has quota, then the others in pool order
     (for borrowing) until Kueue's limit of flavors per resource group is reached."""
-    with_quota = [i for i in range(pool_count) if quota.gpus[i] or quota.cpu[i] or quota.memory_gib[i]]
+    with_quota = [i for i in range(pool_count)
+                  if any(row[i] for _, row in quota.accelerators) or quota.cpu[i] or quota.memory_gib[i]]
     others = [i for i in range(pool_count) if i not in with_quota]
     return set((with_quota + others)[:quota_split.MAX_GPU_FLAVORS_PER_QUEUE])
 
 
 def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
     """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool.
+
+    Every flavor lists CPU, memory and each accelerator resource (`covered_resources`). A pool flavor's own primary
+    resource takes the team's ``borrowingLimit``; ``nvidia.com/gpu`` takes its share of the ``lendingLimit``. A
+    secondary resource (NeuronCores) is borrowed without a limit: the limit is counted in devices.
 
     Preemption: a team reclaims its lent quota from any borrower (``reclaimWithinCohort: Any``) and, inside
     its own queue, higher priority evicts lower (``withinClusterQueue: LowerPriority``). Flavor search goes on
@@ -224,15 +288,23 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
     chosen = queue_flavor_indexes(quota, len(plans))
     flavors = [{"name": CPU_FLAVOR, "resources": [
         _resource("cpu", quota.cpu_only_cpu), _resource("memory", f"{quota.cpu_only_memory_gib}Gi"),
-        _resource(GPU_RESOURCE, 0)]}]
+        *(_resource(r, 0) for r, _ in quota.accelerators)]}]
     for i, plan in enumerate(plans):
         if i not in chosen:
             continue
+        accelerators = []
+        for resource, row in quota.accelerators:
+            if resource not in plan.pool.resources:
+                accelerators.append(_resource(resource, 0))
+                continue
+            lending = quota.lending[i] if resource == GPU_RESOURCE and quota.lending is not None else None
+            accelerators.append(_resource(
+                resource, row[i], borrowing=team.borrowing_limit if resource == plan.pool.resource else None,
+                lending=lending))
         flavors.append({"name": plan.name, "resources": [
             _resource("cpu", quota.cpu[i]),
             _resource("memory", f"{quota.memory_gib[i]}Gi"),
-            _resource(GPU_RESOURCE, quota.gpus[i], borrowing=team.borrowing_limit,
-                      lending=quota.lending[i] if quota.lending is not None else None),
+            *accelerators,
         ]})
     return {
         "apiVersion": KUEUE_API_VERSION,
@@ -244,7 +316,7 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
             "queueingStrategy": "BestEffortFIFO",
             "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
             "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-            "resourceGroups": [{"coveredResources": list(COVERED_RESOURCES), "flavors": flavors}],
+            "resourceGroups": [{"coveredResources": list(covered_resources(plans)), "flavors": flavors}],
         },
     }
 

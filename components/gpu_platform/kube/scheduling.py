@@ -10,8 +10,10 @@ What a platform user gets:
   queue, in team namespaces only; gang admission (``waitForPodsReady``) and fair sharing on.
 * One ResourceFlavor per GPU pool (the pool's label and GPU model, tolerations for every taint of the pool) and
   a CPU-only flavor; fixed-size RDMA pools are topology-aware (a ``Topology`` of zone and host).
-* One ClusterQueue per team in one cohort. How a team's ``gpuQuota`` (and CPU/memory) is split over the
-  flavors is documented in `kube.quota_split`: proportional to pool capacity, adding up exactly to the quota.
+* One ClusterQueue per team in one cohort, covering CPU, memory and every accelerator resource the pools advertise
+  (``nvidia.com/gpu``, ``aws.amazon.com/neuron``...). How a team's ``gpuQuota`` and ``quotas`` (and CPU/memory) are
+  split over the flavors is documented in `kube.quota_split`: each resource over the pools advertising it,
+  proportional to their capacity, adding up exactly to the quota.
   Jobs submit to the LocalQueue ``gpu`` in their team namespace (`kube.tenancy`).
 
 Ordering on a first ``pulumi up``: Kueue's CRDs and webhooks arrive with the Helm release. The release waits
@@ -32,7 +34,7 @@ from ..pools import GpuPoolSpec
 from . import kueue_objects, namespace_security, priority_objects
 from .common import check_pool_set, child_opts, helm_release, pools_of
 from .custom_object import KubernetesObject
-from .teams import TeamSpec, check_team, team_of, team_rules
+from .teams import TeamSpec, advertised_resources, check_team, team_of, team_rules
 
 
 class SchedulingPolicyArgs(TypedDict, total=False):
@@ -65,8 +67,9 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
     pools, teams = checked.get("pools", []), checked.get("teams", [])
     check_pool_set(checker, pools)
     checker.unique([t["name"] for t in teams], "teams", "team name")
+    advertised = advertised_resources(pools_of(pools)) if pools else None
     for i, team in enumerate(teams):
-        check_team(checker, team, f"teams[{i}]")
+        check_team(checker, team, f"teams[{i}]", advertised)
     if checked.get("kueue", True):
         for i, pool in enumerate(pools_of(pools)):
             # Kueue's ResourceFlavor takes at most this many tolerations (the stack file's rule too).

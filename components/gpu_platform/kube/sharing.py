@@ -16,10 +16,11 @@ from collections.abc import Sequence
 
 import yaml
 
-from .. import labels
+from .. import catalog, labels
 from ..pools import GpuPool
 
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCE = catalog.NVIDIA_GPU_RESOURCE
+"""The NVIDIA device plugin's resource: only NVIDIA pools share their devices (`catalog.VENDORS` sharing modes)."""
 CONFIG_MAP_NAME = "gpu-sharing-config"
 """Name of the ConfigMap of named device-plugin configs, in the NVIDIA stack's namespace."""
 DEFAULT_CONFIG = "exclusive.default"
@@ -33,8 +34,9 @@ SHARING_KEYS = {"time-slicing": "timeSlicing", "mps": "mps"}
 
 
 def shared_pools(pools: Sequence[GpuPool]) -> list[GpuPool]:
-    """Pools whose GPUs the NVIDIA device plugin shares (time-slicing or MPS), in name order."""
-    return sorted((p for p in pools if p.sharing.mode in SHARING_KEYS), key=lambda p: p.name)
+    """NVIDIA pools whose GPUs the NVIDIA device plugin shares (time-slicing or MPS), in name order."""
+    return sorted((p for p in pools if p.sharing.mode in SHARING_KEYS and p.vendor == catalog.NVIDIA),
+                  key=lambda p: p.name)
 
 
 def plugin_config(pool: GpuPool) -> dict:

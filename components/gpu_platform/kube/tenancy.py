@@ -11,19 +11,21 @@ from ..pools import GpuPoolSpec
 from . import kueue_objects, namespace_security, tenancy_objects
 from .common import DNS_SUBDOMAIN, check_pool_set, child_opts, pools_of
 from .custom_object import KubernetesObject
-from .teams import TeamSpec, check_team, team_of, team_rules
+from .teams import TeamSpec, advertised_resources, check_team, team_of, team_rules
 
 
 class TeamNamespaceArgs(TypedDict, total=False):
     """Arguments of `TeamNamespace`."""
 
     team: Required[TeamSpec]
-    """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu``."""
+    """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu``, each of
+    ``quotas`` a ``requests.<resource>``."""
     cluster_queue: Optional[str]
     """Kueue ClusterQueue the team's LocalQueue (``gpu``) feeds; none: no LocalQueue (Kueue off)."""
     pools: list[GpuPoolSpec]
     """The cluster's GPU pools, which the team's jobs may run on: a privileged namespace records what their RDMA
-    fabrics need (`namespace_security.team_pod_security`). Default none."""
+    fabrics need (`namespace_security.team_pod_security`), and the team's ``quotas`` must name resources they
+    advertise. Default none."""
     pod_security: str
     """Pod Security level enforced: ``baseline`` (default), ``restricted``, or ``privileged`` (only for teams whose
     pods need IPC_LOCK or host paths, e.g. InfiniBand/RoCE examples or GKE GPUDirect sidecars: any member may then
@@ -47,8 +49,9 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
     """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
     checker = Args("TeamNamespace", name)
     checked = checker.check(args, TeamNamespaceArgs, RULES)
-    check_team(checker, checked["team"], "team")
-    check_pool_set(checker, checked.get("pools", []))
+    pools = checked.get("pools", [])
+    check_team(checker, checked["team"], "team", advertised_resources(pools_of(pools)) if pools else None)
+    check_pool_set(checker, pools)
     return checked
 
 

@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from typing import Optional
 
-from .. import labels
+from .. import catalog, labels
 from ..config_model import TeamConfig
 from . import namespace_security
 from .common import metadata
@@ -27,8 +27,9 @@ DEFAULT_INGRESS_NAMESPACES = ("ingress-nginx",)
 
 
 def pods_quota(team: TeamConfig) -> int:
-    """Pod count cap: room for ten pods per GPU on top of a hundred for CPU-side work."""
-    return 100 + 10 * team.gpu_quota
+    """Pod count cap: room for ten pods per GPU (or other accelerator device) on top of a hundred for CPU-side
+    work."""
+    return 100 + 10 * team.accelerator_quota
 
 
 def namespace(team: TeamConfig, pod_security: namespace_security.PodSecurity = namespace_security.TEAM_DEFAULT
@@ -39,14 +40,16 @@ def namespace(team: TeamConfig, pod_security: namespace_security.PodSecurity = n
 
 
 def resource_quota(team: TeamConfig) -> dict:
-    """The hard cap of the namespace: GPUs (extended resources only take ``requests.``), CPU, memory, pods.
+    """The hard cap of the namespace: GPUs and the team's other accelerator ``quotas`` (extended resources only take
+    ``requests.``), CPU, memory, pods.
 
     Kueue's nominal quotas are per flavor and borrowing may exceed them; this quota caps the team's total.
     """
     return {
         "metadata": metadata("team-quota", team.name, extra_labels={labels.TEAM_LABEL: team.name}),
         "spec": {"hard": {
-            "requests.nvidia.com/gpu": str(team.gpu_quota),
+            f"requests.{catalog.NVIDIA_GPU_RESOURCE}": str(team.gpu_quota),
+            **{f"requests.{resource}": str(count) for resource, count in team.quotas},
             "requests.cpu": str(team.cpu_quota),
             "requests.memory": f"{team.memory_quota_gib}Gi",
             "pods": str(pods_quota(team)),

@@ -23,7 +23,8 @@ class TrainingWorkloadArgs(TypedDict, total=False):
     namespace: Required[str]
     """Team namespace the job runs in."""
     gpu_quota: int
-    """The team's GPU quota: the job is sized to fit in it (at most two nodes)."""
+    """The team's quota of the pool's accelerator resource (``nvidia.com/gpu`` on NVIDIA pools): the job is sized to
+    fit in it (at most two nodes)."""
     local_queue: Optional[str]
     """Kueue LocalQueue to submit to; none runs the Job directly (no gang admission)."""
     topology_level: Optional[str]

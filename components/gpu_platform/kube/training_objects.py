@@ -77,7 +77,7 @@ def _resources(plan: TrainingPlan) -> dict:
     amounts = {
         "cpu": str(CPU_PER_GPU * plan.gpus_per_pod),
         "memory": f"{MEMORY_GIB_PER_GPU * plan.gpus_per_pod}Gi",
-        "nvidia.com/gpu": str(plan.gpus_per_pod),
+        plan.pool.resource: str(plan.gpus_per_pod),
         **{k: str(v) for k, v in rdma_resources(plan.pool).items()},
     }
     return {"requests": dict(amounts), "limits": dict(amounts)}

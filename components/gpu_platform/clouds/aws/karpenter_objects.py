@@ -7,9 +7,10 @@ No SDK: every decision of `aws_karpenter.KarpenterAutoscaler` is a function here
   with the same labels and taints (one pool to the Kubernetes layer); a pool with ``minNodes == 0`` is Karpenter
   only, scaled from zero.
 - One NodePool + EC2NodeClass per pool: the pool's instance type (catalog) and capacity type, its labels and
-  taints, ``nvidia.com/gpu`` limits, the EKS-optimized NVIDIA AMI by alias (``al2023@latest`` /
-  ``bottlerocket@latest``: Karpenter picks the NVIDIA variant for GPU instance types), and on EFA pools one
-  ``efa-only`` interface per network card behind a primary ENA interface, in a cluster placement group.
+  taints, limits of its accelerator resource (``nvidia.com/gpu``), the EKS-optimized NVIDIA AMI by alias
+  (``al2023@latest`` / ``bottlerocket@latest``: Karpenter picks the NVIDIA variant for GPU instance types), and on
+  EFA pools one ``efa-only`` interface per network card behind a primary ENA interface, in a cluster placement
+  group.
 - Controller IAM (pod identity) and the interruption queue follow Karpenter's own CloudFormation template at the
   pinned version (website/content/en/docs/getting-started/getting-started-with-karpenter/cloudformation.yaml),
   except that the node instance profile is created with the stack, so the controller needs no rights to create
@@ -30,7 +31,6 @@ NAMESPACE = "kube-system"
 """Karpenter's getting-started namespace; its pod identity association names it."""
 SERVICE_ACCOUNT = "karpenter"
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
-GPU_RESOURCE = "nvidia.com/gpu"
 INTERFACE, EFA_ONLY = "interface", "efa-only"
 """EC2NodeClass ``networkInterfaces[].interfaceType`` values (CRD enum)."""
 AMI_ALIASES = {BOTTLEROCKET_NVIDIA: "bottlerocket@latest"}
@@ -143,8 +143,8 @@ def node_pool(kp: KarpenterPool) -> dict[str, Any]:
                     "terminationGracePeriod": TERMINATION_GRACE_PERIOD,
                 },
             },
-            # Karpenter counts a node's physical GPUs: the pool's share of nodes times GPUs per node.
-            "limits": {GPU_RESOURCE: str(kp.nodes * pool.gpus_per_node)},
+            # Karpenter counts a node's physical devices: the pool's share of nodes times devices per node.
+            "limits": {pool.resource: str(kp.nodes * pool.gpus_per_node)},
             "disruption": {
                 "consolidationPolicy": consolidation_policy(pool),
                 "consolidateAfter": f"{kp.consolidate_after_minutes}m",

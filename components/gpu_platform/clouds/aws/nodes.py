@@ -4,7 +4,7 @@ and cluster-autoscaler tags. Pure functions of a `GpuPool` and its AWS options, 
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from ... import labels
+from ... import catalog, labels
 from ...pools import GpuPool
 from .efa import efa_network_interfaces
 from .options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
@@ -12,7 +12,6 @@ from .security import LAUNCH_TEMPLATE_METADATA_OPTIONS
 
 CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
 """Cluster autoscaler (AWS provider) reads these ASG tags to build a node from nothing: scale from zero."""
-GPU_RESOURCE = "nvidia.com/gpu"
 
 # Bottlerocket's NVIDIA variants put the OS on /dev/xvda and containers on the data volume /dev/xvdb;
 # AL2023 keeps everything on its root volume.
@@ -23,11 +22,14 @@ SYSTEM_DISK_GIB = 50
 
 
 def node_labels(pool: GpuPool, ami_type: str) -> dict[str, str]:
-    """The node group's Kubernetes labels: the pool's labels, the cluster-autoscaler's GPU label (so it waits for a
-    new node's device plugin instead of adding nodes), plus, on Bottlerocket, the GPU Operator's switch that keeps
-    its device plugin off nodes whose OS already runs one."""
+    """The node group's Kubernetes labels: the pool's labels, on NVIDIA pools the cluster-autoscaler's GPU label (so
+    it waits for a new node's device plugin instead of adding nodes), plus, on Bottlerocket, the GPU Operator's
+    switch that keeps its device plugin off nodes whose OS already runs one."""
     result = dict(pool.labels)
-    result[labels.AWS_ACCELERATOR_LABEL] = accelerator_label_value(pool)
+    if pool.vendor == catalog.NVIDIA:
+        # The autoscaler's GPU handling waits for nvidia.com/gpu on nodes with this label; no other vendor's node
+        # would ever advertise it.
+        result[labels.AWS_ACCELERATOR_LABEL] = accelerator_label_value(pool)
     if ami_type == BOTTLEROCKET_NVIDIA:
         result[labels.DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
     return dict(sorted(result.items()))
@@ -51,10 +53,13 @@ def scaling(pool: GpuPool, desired: Optional[int]) -> dict:
 
 
 def autoscaler_tags(pool: GpuPool, node_group_labels: dict[str, str]) -> dict[str, str]:
-    """Node-template tags: labels, taints (``value:Effect``) and extended resources of a node not yet running."""
+    """Node-template tags: labels, taints (``value:Effect``) and extended resources of a node not yet running (the
+    pool's accelerator resources the catalog can count, and its RDMA NICs)."""
     tags = {f"{CA_TEMPLATE_PREFIX}/label/{key}": value for key, value in node_group_labels.items()}
     tags.update({f"{CA_TEMPLATE_PREFIX}/taint/{t.key}": f"{t.value}:{t.effect}" for t in pool.taints})
-    tags[f"{CA_TEMPLATE_PREFIX}/resources/{GPU_RESOURCE}"] = str(pool.schedulable_gpus_per_node)
+    for resource, count in pool.resources_per_node.items():
+        if count:
+            tags[f"{CA_TEMPLATE_PREFIX}/resources/{resource}"] = str(count)
     if pool.rdma_resource:
         tags[f"{CA_TEMPLATE_PREFIX}/resources/{pool.rdma_resource}"] = str(pool.rdma_interfaces)
     return dict(sorted(tags.items()))
