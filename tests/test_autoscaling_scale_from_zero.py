@@ -1,14 +1,20 @@
-"""Pods that need GPUs are what scales a GPU pool up, from zero where the pool allows it: the reference inference
-Deployment and training Job of every stack ask for ``nvidia.com/gpu`` in their limits, select their pool, and
+"""Pods that need accelerators are what scales an accelerator pool up, from zero where the pool allows it: the
+reference inference Deployment and training Job of every stack that plans them ask for their pool's resource
+(``nvidia.com/gpu``, ``amd.com/gpu``, ``aws.amazon.com/neuron``, ...) in their limits, select their pool, and
 tolerate every taint the pool's nodes carry (the taints each cloud layer and node template declares), so a node
-autoscaler simulating the pool's node finds them schedulable there and nowhere else."""
+autoscaler simulating the pool's node finds them schedulable there and nowhere else. The TPU example JobSet does the
+same on its slice."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from gpu_platform import catalog, versions
+from gpu_platform.clouds.gcp import options as gcp_options
+from gpu_platform.clouds.gcp import pools as gcp_pools
 from gpu_platform.config import parse_config, strip_namespace
-from gpu_platform.kube import inference_objects, training_objects
+from gpu_platform.kube import inference_objects, tpu_objects, training_objects
 from gpu_platform.kube.workloads import chosen_pool, inference_args, spec_from_args
 from gpu_platform.plan import load_stack_file
 from gpu_platform.pools import training_pool
@@ -21,6 +27,39 @@ def config_of(stack):
     return parse_config(strip_namespace(load_stack_file(STACKS / f"Pulumi.{stack}.yaml")), stack)
 
 
+def planned_inference_pool(config):
+    """The pool of the reference inference app, or None where the platform plans none (platform.py's workloads
+    layer: inference enabled and a pool to run on)."""
+    return chosen_pool(config, config.gpu_pools()) if config.inference.enabled else None
+
+
+def planned_training(config):
+    """(pool, team) of the reference training job, or None where the platform plans none (platform.py's training
+    layer: training enabled, a training pool whose vendor has a training image, a first team with a quota of the
+    pool's resource)."""
+    pool, teams = training_pool(config.gpu_pools()), config.teams
+    if (not config.training.enabled or pool is None or not teams or pool.vendor not in versions.TRAINING_IMAGES
+            or teams[0].quota_of(pool.resource) < 1):
+        return None
+    return pool, teams[0]
+
+
+def tpu_slice_pools(config):
+    """Training-role TPU pools as the Kubernetes layer sees them, with the TPU type and topology labels GKE sets on
+    their nodes (which the GKE layer adds to the pool, clouds/gcp/cluster.py): the TPU layer's example JobSet runs
+    on the first one."""
+    return [replace(pool, user_labels=tuple(sorted({
+                **dict(pool.user_labels),
+                **gcp_pools.tpu_node_labels(gcp_options.tpu_shape(entry), gcp_options.tpu_topology(entry))}.items())))
+            for entry, pool in zip(config.node_pools, config.gpu_pools(), strict=True)
+            if pool.vendor == catalog.GOOGLE_TPU and pool.role == "training"]
+
+
+INFERENCE_STACKS = [s for s in REFERENCE_STACKS if planned_inference_pool(config_of(s)) is not None]
+TRAINING_STACKS = [s for s in REFERENCE_STACKS if planned_training(config_of(s)) is not None]
+TPU_STACKS = [s for s in REFERENCE_STACKS if tpu_slice_pools(config_of(s))]
+
+
 def tolerates(tolerations, taint):
     """Kubernetes' rule: same key and effect (or no effect), and Exists or an equal value."""
     for t in tolerations:
@@ -31,32 +70,47 @@ def tolerates(tolerations, taint):
     return False
 
 
-def assert_schedulable_only_on(pod, pool):
-    assert pod["nodeSelector"] == pool.selector
+def assert_asks_for_devices_and_tolerates(pod, pool):
     for taint in pool.taints:
         assert tolerates(pod["tolerations"], taint), (pool.name, taint)
-    [container] = [c for c in pod["containers"] if "nvidia.com/gpu" in c["resources"].get("limits", {})]
+    [container] = [c for c in pod["containers"] if pool.resource in c["resources"].get("limits", {})]
     limits, requests = container["resources"]["limits"], container["resources"].get("requests", {})
-    gpus = int(limits["nvidia.com/gpu"])  # whole GPUs only
-    assert gpus >= 1
-    if "nvidia.com/gpu" in requests:
-        assert int(requests["nvidia.com/gpu"]) == gpus
+    devices = int(limits[pool.resource])  # whole devices only
+    assert devices >= 1
+    if pool.resource in requests:
+        assert int(requests[pool.resource]) == devices
+    # No other vendor's resource: the pool's nodes advertise none, so the pod would never fit there.
+    foreign = {r for v in catalog.VENDORS.values() for r in v.resources} - set(pool.resources)
+    assert not foreign & {*limits, *requests}, (pool.name, limits, requests)
 
 
-@pytest.mark.parametrize("stack", REFERENCE_STACKS)
+def assert_schedulable_only_on(pod, pool):
+    assert pod["nodeSelector"] == pool.selector
+    assert_asks_for_devices_and_tolerates(pod, pool)
+
+
+def test_stacks_without_a_workload_are_the_ones_that_plan_none():
+    """The per-stack checks below cover every stack that plans the workload: gcp-tpu turns inference off (no TPU
+    image of the app), aws-neuron turns training off and gcp-tpu's training pool is a TPU slice (its job is the TPU
+    example's JobSet)."""
+    assert sorted(set(REFERENCE_STACKS) - set(INFERENCE_STACKS)) == ["gcp-tpu"]
+    assert sorted(set(REFERENCE_STACKS) - set(TRAINING_STACKS)) == ["aws-neuron", "gcp-tpu"]
+    assert TPU_STACKS == ["gcp-tpu"]
+
+
+@pytest.mark.parametrize("stack", INFERENCE_STACKS)
 def test_inference_pods_ask_for_gpus_and_tolerate_their_pool(stack):
     config = config_of(stack)
-    pool = chosen_pool(config, config.gpu_pools())
+    pool = planned_inference_pool(config)
     deployment = inference_objects.deployment(spec_from_args(inference_args(config, pool)))
     assert_schedulable_only_on(deployment["spec"]["template"]["spec"], pool)
 
 
-@pytest.mark.parametrize("stack", REFERENCE_STACKS)
+@pytest.mark.parametrize("stack", TRAINING_STACKS)
 def test_training_pods_ask_for_gpus_and_tolerate_their_pool(stack):
     config = config_of(stack)
-    pool = training_pool(config.gpu_pools())
-    team = config.teams[0]
-    nodes, gpus_per_pod = training_objects.size(pool, team.gpu_quota)
+    pool, team = planned_training(config)
+    nodes, gpus_per_pod = training_objects.size(pool, team.quota_of(pool.resource))
     plan = training_objects.TrainingPlan(
         namespace=team.name, pool=pool, nodes=nodes, gpus_per_pod=gpus_per_pod, image="x", local_queue="q",
         topology_level=None, job_priority_class="medium-priority", retrain_priority_class="high-priority",
@@ -67,6 +121,19 @@ def test_training_pods_ask_for_gpus_and_tolerate_their_pool(stack):
         limits = body["spec"]["containers"][0]["resources"]["limits"]
         if pool.rdma_resource:
             assert int(limits[pool.rdma_resource]) >= 1  # EFA/RDMA NICs are node-template resources too
+
+
+def test_tpu_slice_pods_ask_for_chips_and_tolerate_their_pool():
+    """GKE places TPU pods by the TPU type and topology labels its TPU nodes carry (not the pool label): gcp-tpu's
+    JobSet pods select the 4x4 v6e slice, ask for each VM's four chips and tolerate the TPU taint."""
+    pool = tpu_slice_pools(config_of("gcp-tpu"))[0]
+    body = tpu_objects.multihost_jobset(pool, "research", "q", "x")
+    pod = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                   "cloud.google.com/gke-tpu-topology": "4x4"}
+    assert pod["nodeSelector"].items() <= pool.labels.items()
+    assert_asks_for_devices_and_tolerates(pod, pool)
+    assert pod["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}
 
 
 @pytest.mark.parametrize("stack", ["aws-dev", "aws-karpenter", "azure-dev", "gcp-dev"])

@@ -76,7 +76,8 @@ ERRORS = [
      "bad: nodePools[0].sharing.mode: mig needs a MIG-capable GPU; NVIDIA T4 on 'Standard_NC4as_T4_v3' has no MIG"),
     ("rdma on a size without InfiniBand", azure(pool(rdma=True)),
      "bad: nodePools[0].rdma: 'Standard_NC24ads_A100_v4' has no RDMA fabric; RDMA-capable Azure shapes: "
-     "Standard_ND96amsr_A100_v4, Standard_ND96asr_v4, Standard_ND96isr_H100_v5, Standard_ND96isr_H200_v5"),
+     "Standard_ND96amsr_A100_v4, Standard_ND96asr_v4, Standard_ND96isr_H100_v5, Standard_ND96isr_H200_v5, "
+     "Standard_ND96isr_MI300X_v5"),
     ("mig profile AKS cannot apply", azure({**H100_IB, "rdma": False, "sharing": {"mode": "mig",
                                                                                  "profile": "1g.20gb"}}),
      "bad: nodePools[0].sharing.profile: AKS applies MIG through gpuInstanceProfile, which offers 1g.10gb (MIG1g), "

@@ -33,7 +33,7 @@ CASES = [
     ("rdma on a shape without RDMA", with_pool(rdma=True),
      "bad: nodePools[0].rdma: 'g6.xlarge' has no RDMA fabric; RDMA-capable AWS shapes: g4dn.metal, g5.48xlarge, "
      "g6.48xlarge, g6e.48xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge, "
-     "p6-b200.48xlarge"),
+     "p6-b200.48xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge"),
     ("minNodes > maxNodes", with_pool(minNodes=3, maxNodes=2),
      "bad: nodePools[0].minNodes: minNodes (3) is greater than maxNodes (2)"),
     ("maxNodes 0", with_pool(maxNodes=0), "bad: nodePools[0].maxNodes: must be >= 1, got 0"),

@@ -37,8 +37,12 @@ refresh = load_script()
 def test_lock_holds_one_well_formed_digest_per_pinned_third_party_image():
     lock = json.loads(versions.IMAGE_DIGESTS_FILE.read_text())
     project = {image.tagged for image in versions.PROJECT_BUILT_IMAGES}
+    # A third-party pin still without a digest is named in UNPINNED_IMAGES with its reason (neuron-monitor: no
+    # digest could be resolved offline); `make digests` resolves it like the others.
+    unresolved = {image.tagged for image in versions.PINNED_IMAGES if image.repository in versions.UNPINNED_IMAGES}
     third_party = {image.tagged for image in versions.PINNED_IMAGES} - project
-    assert third_party <= set(lock) <= {image.tagged for image in versions.PINNED_IMAGES}
+    assert third_party - unresolved <= set(lock) <= {image.tagged for image in versions.PINNED_IMAGES}
+    assert unresolved - project == {"public.ecr.aws/neuron/neuron-monitor:1.3.0"} - set(lock)
     for key, entry in lock.items():
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", entry["digest"]), key
         assert entry["source"], key
@@ -66,10 +70,30 @@ def test_nic_cluster_policy_pulls_the_plugin_by_digest_and_the_driver_by_tag():
         "image": "doca-driver", "repository": "nvcr.io/nvidia/mellanox", "version": "doca3.3.0-26.01-1.0.0.0-0"}
 
 
-def test_the_inference_stack_default_is_the_pinned_image():
+def test_the_new_vendor_images_are_pinned_in_the_lock():
+    assert versions.ROCM_TRAINING_IMAGE.reference == (
+        "docker.io/rocm/pytorch:rocm7.14_ubuntu24.04_py3.12_pytorch_release_2.11.0"
+        "@sha256:a223aee17aef5d21c3b9f63436dd19d27d1c665ec8b2f40011c9546cabae2a80")
+    assert versions.TPU_EXAMPLE_IMAGE.reference == (
+        "docker.io/library/python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea")
+    assert {versions.ROCM_TRAINING_IMAGE, versions.TPU_EXAMPLE_IMAGE, versions.NEURON_MONITOR_IMAGE} <= set(
+        versions.PINNED_IMAGES)
+
+
+def test_the_inference_stack_default_is_the_pinned_image_of_the_pool_vendor():
+    from gpu_platform import catalog
     from gpu_platform.config_model import InferenceConfig
 
-    assert InferenceConfig().image == versions.INFERENCE_IMAGE.reference
+    # No image in the stack: the app's image for the inference pool's vendor.
+    assert InferenceConfig().image is None
+    assert versions.INFERENCE_IMAGES == {catalog.NVIDIA: versions.INFERENCE_IMAGE, catalog.AMD:
+                                         versions.ROCM_INFERENCE_IMAGE, catalog.AWS_NEURON:
+                                         versions.NEURON_INFERENCE_IMAGE}
+    assert {versions.INFERENCE_IMAGE.reference, versions.ROCM_INFERENCE_IMAGE.reference,
+            versions.NEURON_INFERENCE_IMAGE.reference} == {"ghcr.io/gpu-platform/sentiment-inference:0.1.0",
+                                                           "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm",
+                                                           "ghcr.io/gpu-platform/sentiment-inference:0.1.0-neuron"}
+    assert set(versions.INFERENCE_IMAGES.values()) <= set(versions.PINNED_IMAGES)
 
 
 @pytest.mark.parametrize(("repository", "expected"), [
@@ -221,9 +245,12 @@ def test_command_line_writes_the_lock_then_check_passes_and_catches_a_moved_tag(
     bodies = {("nvidia/pytorch", "26.06-py3"): index_body("pytorch"),
               ("nvidia/mellanox/k8s-rdma-shared-dev-plugin", "network-operator-v26.1.2"): index_body("plugin"),
               ("calico/node", "v3.31.3"): index_body("calico node"),
-              ("calico/kube-controllers", "v3.31.3"): index_body("calico kube-controllers")}
+              ("calico/kube-controllers", "v3.31.3"): index_body("calico kube-controllers"),
+              ("rocm/pytorch", versions.ROCM_TRAINING_IMAGE.tag): index_body("rocm pytorch"),
+              ("neuron/neuron-monitor", "1.3.0"): index_body("neuron-monitor"),
+              ("library/python", "3.12-slim"): index_body("python")}
     with FakeRegistry(bodies) as fake:
-        hosts = ("nvcr.io", "quay.io", "docker.io")
+        hosts = ("nvcr.io", "quay.io", "docker.io", "public.ecr.aws")
         registries = [arg for host in hosts for arg in ("--registry", f"{host}={fake.url}")]
         common = ["--lock", str(lock), "--timeout", "5", *registries]
         check = run_script("--check", *common)
@@ -239,6 +266,9 @@ def test_command_line_writes_the_lock_then_check_passes_and_catches_a_moved_tag(
                 sha(bodies[("nvidia/mellanox/k8s-rdma-shared-dev-plugin", "network-operator-v26.1.2")]),
             "quay.io/calico/node:v3.31.3": sha(bodies[("calico/node", "v3.31.3")]),
             "docker.io/calico/kube-controllers:v3.31.3": sha(bodies[("calico/kube-controllers", "v3.31.3")]),
+            versions.ROCM_TRAINING_IMAGE.tagged: sha(bodies[("rocm/pytorch", versions.ROCM_TRAINING_IMAGE.tag)]),
+            "public.ecr.aws/neuron/neuron-monitor:1.3.0": sha(bodies[("neuron/neuron-monitor", "1.3.0")]),
+            "docker.io/library/python:3.12-slim": sha(bodies[("library/python", "3.12-slim")]),
         }
         assert run_script("--check", *common).returncode == 0
 

@@ -78,7 +78,7 @@ def test_settings_defaults_and_overrides():
         ({"MODEL_PATH": "/m", "MAX_BATCH_SIZE": "many"}, "MAX_BATCH_SIZE: expected int, got 'many'"),
         ({"MODEL_PATH": "/m", "MAX_WAIT_MS": "-1"}, "MAX_WAIT_MS: must be >= 0"),
         ({"MODEL_PATH": "/m", "MAX_BATCH_SIZE": "0"}, "MAX_BATCH_SIZE: must be >= 1"),
-        ({"MODEL_PATH": "/m", "DEVICE": "tpu"}, "DEVICE: expected auto, cpu or cuda"),
+        ({"MODEL_PATH": "/m", "DEVICE": "tpu"}, "DEVICE: expected auto, cpu, cuda or neuron"),
         ({"MODEL_PATH": "/m", "DTYPE": "int4"}, "DTYPE: expected auto, float32"),
         ({"MODEL_PATH": "/m", "MAX_QUEUE": "8", "MAX_TEXTS_PER_REQUEST": "9"}, "MAX_TEXTS_PER_REQUEST: must be <="),
         ({"MODEL_PATH": "/m", "MODEL_WORKER": "fiber"}, "MODEL_WORKER: expected process or thread"),

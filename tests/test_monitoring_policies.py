@@ -4,7 +4,7 @@ import pytest
 from network_policy_eval import Endpoint, admitted
 
 from gpu_platform import plan
-from gpu_platform.kube import keda, monitoring, monitoring_policies
+from gpu_platform.kube import keda, monitoring, monitoring_policies, neuron_values
 from gpu_platform.kube.monitoring import GpuMonitoring, kube_prometheus_stack_values, monitoring_args
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool
@@ -183,33 +183,102 @@ def test_every_prometheus_reader_of_the_stack_is_admitted(planned, stack):
     for scaled in _objects(result, "ScaledObject"):
         if any(t["type"] == "prometheus" for t in scaled["spec"]["triggers"]):
             readers.append(Endpoint(keda.DEFAULT_NAMESPACE, {"app.kubernetes.io/name": "keda-operator"}))
-    assert readers, "the reference stacks run the optimizer and KEDA"
-    assert {r.namespace for r in readers} == set(monitoring_args(result.config, [
-        p.spec() for p in result.config.gpu_pools()])["prometheus_client_namespaces"])
+    config = result.config
+    # The optimizer only with NVIDIA pools (`PlatformConfig.runs_optimizer`); KEDA's operator where the inference
+    # app scales on Prometheus (gcp-tpu has neither: no NVIDIA pool, inference off).
+    expected = {monitoring.OPTIMIZER_NAMESPACE} if config.runs_optimizer else set()
+    if config.inference.enabled and config.inference.autoscaler == "keda" and config.monitoring.enabled:
+        expected.add(keda.DEFAULT_NAMESPACE)
+    assert {r.namespace for r in readers} == expected
+    assert {r.namespace for r in readers} == set(monitoring_args(config, [
+        p.spec() for p in config.gpu_pools()])["prometheus_client_namespaces"])
     for reader in readers:
         assert admitted(policies, reader, PROMETHEUS, 9090), reader
-    assert monitoring.OPTIMIZER_NAMESPACE in {r.namespace for r in readers}
+
+
+def test_the_readers_per_stack(planned):
+    """Which reference stacks have which Prometheus readers, spelt out: the optimizer on the NVIDIA stacks only, KEDA
+    wherever the inference app runs."""
+    readers = {stack: set(monitoring_args(result.config, [p.spec() for p in result.config.gpu_pools()])[
+        "prometheus_client_namespaces"]) for stack, result in planned.items()}
+    both = {monitoring.OPTIMIZER_NAMESPACE, keda.DEFAULT_NAMESPACE}
+    assert readers == {"aws-dev": both, "aws-karpenter": both, "azure-dev": both, "existing": both, "gcp-dev": both,
+                       "oci-dev": both, "aws-neuron": {"keda"}, "azure-mi300x": {"keda"}, "oci-mi300x": {"keda"},
+                       "gcp-tpu": set()}
+
+
+def _selects(selector: dict, labels: dict) -> bool:
+    """metav1.LabelSelector semantics: every ``matchLabels`` pair and every ``matchExpressions`` requirement
+    (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``; ``NotIn`` also matches an absent key)."""
+    assert set(selector) <= {"matchLabels", "matchExpressions"}, f"unsupported selector {selector}"
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for requirement in selector.get("matchExpressions", []):
+        key, operator = requirement["key"], requirement["operator"]
+        present, value_in = key in labels, labels.get(key) in requirement.get("values", [])
+        met = {"In": present and value_in, "NotIn": not (present and value_in), "Exists": present,
+               "DoesNotExist": not present}[operator]
+        if not met:
+            return False
+    return True
+
+
+def test_label_selector_semantics():
+    labels = {"app": "x", "tier": "metrics"}
+    assert _selects({"matchLabels": {"app": "x"}}, labels)
+    assert not _selects({"matchLabels": {"app": "y"}}, labels)
+    assert _selects({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["metrics", "web"]}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]}, labels)
+    assert _selects({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["x"]}]}, labels)
+    assert _selects({"matchExpressions": [{"key": "app", "operator": "Exists"}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, labels)
+    assert not _selects({"matchLabels": {"app": "x"},
+                         "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]}, labels)
+
+
+POD_OWNERS = ("Deployment", "DaemonSet", "StatefulSet")
+"""Planned workloads whose pod templates a Service can select."""
+
+
+def _operator_services(result, namespace) -> list[dict]:
+    """The exporter Services an operator creates at run time from a planned custom resource, as the vendor component
+    documents them: the AMD GPU Operator makes one per DeviceConfig with ``metricsExporter.enable``, labelled
+    ``app.kubernetes.io/service: <DeviceConfig>-metrics-exporter``, port ``exporter-port`` on
+    ``metricsExporter.port`` (kube/amd_values.py, checked there against ROCm/gpu-operator)."""
+    services = []
+    for config in _objects(result, "DeviceConfig"):
+        exporter = config["spec"].get("metricsExporter", {})
+        if config["metadata"]["namespace"] == namespace and exporter.get("enable"):
+            services.append({"labels": {"app.kubernetes.io/service": f"{config['metadata']['name']}-metrics-exporter"},
+                             "port": {"name": "exporter-port", "number": exporter["port"]}})
+    return services
 
 
 def _service_monitor_targets(result, monitor) -> list[tuple[Endpoint, int]]:
-    """(pod, port number) of every pod a planned ServiceMonitor scrapes (its Services' Deployments' pods)."""
-    selector, port_name = monitor["spec"]["selector"]["matchLabels"], monitor["spec"]["endpoints"][0]["port"]
+    """(pod, port number) of every pod a planned ServiceMonitor scrapes: its planned Services' planned pods
+    (Deployments, DaemonSets, StatefulSets), or, where the monitor selects Services an operator creates at run time,
+    the operator's pods, whose labels the plan cannot know (an unlabelled endpoint in that namespace)."""
+    selector, port_name = monitor["spec"]["selector"], monitor["spec"]["endpoints"][0]["port"]
     targets = []
     for namespace in monitor["spec"]["namespaceSelector"]["matchNames"]:
         for service in _objects(result, "Service"):
-            labels = service["metadata"].get("labels", {})
-            if service["metadata"]["namespace"] != namespace or any(labels.get(k) != v for k, v in selector.items()):
+            if service["metadata"]["namespace"] != namespace or not _selects(selector,
+                                                                               service["metadata"].get("labels", {})):
                 continue
             target_port = next(p["targetPort"] for p in service["spec"]["ports"] if p["name"] == port_name)
-            for deployment in _objects(result, "Deployment"):
-                pod = deployment["spec"]["template"]
-                if deployment["metadata"]["namespace"] != namespace or any(
+            for owner in (m for kind in POD_OWNERS for m in _objects(result, kind)):
+                pod = owner["spec"]["template"]
+                if owner["metadata"]["namespace"] != namespace or any(
                         pod["metadata"]["labels"].get(k) != v for k, v in service["spec"]["selector"].items()):
                     continue
                 number = target_port if isinstance(target_port, int) else next(
                     p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])
                     if p.get("name") == target_port)
                 targets.append((Endpoint(namespace, pod["metadata"]["labels"]), number))
+        for service in _operator_services(result, namespace):
+            if _selects(selector, service["labels"]) and service["port"]["name"] == port_name:
+                targets.append((Endpoint(namespace, {}), service["port"]["number"]))
     assert targets, f"ServiceMonitor {monitor['metadata']['name']} selects no planned pod"
     return targets
 
@@ -221,6 +290,11 @@ def test_every_scrape_target_outside_monitoring_admits_prometheus(planned, stack
     targets = []
     for monitor in _objects(result, "ServiceMonitor"):
         targets += _service_monitor_targets(result, monitor)
+    # Pods an operator creates at run time carry labels the plan does not know: their namespace must not be
+    # isolated at all (no policy of the plan selects anything there), or Prometheus might be shut out.
+    for target, _ in targets:
+        if not target.labels:
+            assert [p["metadata"]["name"] for p in policies if p["metadata"]["namespace"] == target.namespace] == []
     # Charts' monitors the plan cannot read: KEDA's ServiceMonitors (metrics port 8080 of its three components);
     # team namespaces (a team's own PodMonitors).
     if any(m["metadata"]["name"] == keda.DEFAULT_NAMESPACE for m in _objects(result, "Namespace")):
@@ -235,6 +309,8 @@ def test_every_scrape_target_outside_monitoring_admits_prometheus(planned, stack
         assert admitted(policies, PROMETHEUS, target, port), (target, port)
     # In the namespaces this package isolates, only Prometheus, not Grafana, comes in from monitoring.
     isolated = {keda.DEFAULT_NAMESPACE, *(team.name for team in result.config.teams)}
+    # The Neuron layer's namespace denies ingress by default and admits Prometheus to neuron-monitor only.
+    isolated |= {m["metadata"]["name"] for m in _objects(result, "Namespace")} & {neuron_values.DEFAULT_NAMESPACE}
     for target, port in targets:
         if target.namespace in isolated:
             assert not admitted(policies, GRAFANA, target, port), (target, port)

@@ -16,6 +16,12 @@ PLATFORM_NAMESPACES = {
     "gpu-operator": "privileged", "nvidia-network-operator": "privileged", "monitoring": "privileged",
     "keda": "restricted", "kueue-system": "restricted", "vpa": "restricted", "gpu-optimizer": "restricted",
     "inference": "restricted",
+    # Accelerator vendors' software: the Neuron node problem detector (hostPath) and neuron-monitor (privileged),
+    # and the AMD GPU Operator's operands and NFD workers (privileged or hostPath), need host access; cert-manager
+    # and the JobSet controller meet restricted with their charts' defaults (kube/neuron_values.py,
+    # kube/amd_values.py, kube/tpu.py).
+    "aws-neuron": "privileged", "kube-amd-gpu": "privileged", "cert-manager": "restricted",
+    "jobset-system": "restricted",
 }
 """Every namespace of the reference stacks that is not a team's, with the level it must enforce."""
 NEVER_LABELLED = {"kube-system", "gke-managed-system"}

@@ -64,7 +64,7 @@ def test_existing_vcn_takes_all_four_subnets():
 ERRORS = [
     ("rdma on a VM shape", oci(dict(A10, rdma=True)),
      "s: nodePools[0].rdma: 'VM.GPU.A10.1' has no RDMA fabric; RDMA-capable OCI shapes: BM.GPU4.8, "
-     "BM.GPU.A100-v2.8, BM.GPU.H100.8, BM.GPU.H200.8, BM.GPU.B200.8"),
+     "BM.GPU.A100-v2.8, BM.GPU.H100.8, BM.GPU.H200.8, BM.GPU.B200.8, BM.GPU.MI300X.8"),
     ("rdma without an RDMA-ready image", oci({k: v for k, v in H100.items() if k != "imageId"}),
      "s: nodePools[0].imageId: is required with rdma: true; OKE's Oracle Linux GPU images have no RDMA (OFED) "
      "stack, import an RDMA-ready image (oracle-quickstart/oci-hpc-oke docs/worker-node-images.md)"),

@@ -1,11 +1,16 @@
-"""Properties of the Kueue objects over random pools and teams: quotas add up, flavors select exactly their pool,
-every toleration matches a taint, and every object matches the upstream CRD schema."""
+"""Properties of the Kueue objects over random pools and teams: quotas add up (per accelerator resource, with pools
+of several vendors mixed), flavors select exactly their pool, every toleration matches a taint, and every object
+matches the upstream CRD schema.
+
+Teams are drawn as configuration and read by `config.parse_team` with the resources the drawn pools advertise, so
+they obey the configuration's rules (``gpuQuota`` only where a pool advertises ``nvidia.com/gpu``, ``lendingLimit``
+at most ``gpuQuota``, ``quotas`` only of advertised resources)."""
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_platform import catalog
-from gpu_platform.config import TeamConfig
+from gpu_platform.config import parse_team
 from gpu_platform.kube import kueue_objects as ko
 from gpu_platform.labels import AKS_SPOT_TAINT, TAINT_EFFECTS, Taint
 from gpu_platform.pools import GpuPool, Sharing
@@ -17,8 +22,10 @@ MIG_MODELS = [m for m in catalog.GPU_MODELS.values() if m.mig_capable]
 
 @st.composite
 def sharing(draw, gpu: str):
-    mode = draw(st.sampled_from(["exclusive", "time-slicing", "mps", "mig"]))
     model = catalog.GPU_MODELS[gpu]
+    # Only the modes the model's vendor supports (NVIDIA's; the others are exclusive).
+    modes = [m for m in ("exclusive", "time-slicing", "mps", "mig") if m in catalog.VENDORS[model.vendor].sharing_modes]
+    mode = draw(st.sampled_from(modes))
     if mode == "mig" and model.mig_capable:
         return Sharing("mig", 1, draw(st.sampled_from(model.mig_profiles)))
     if mode in ("time-slicing", "mps"):
@@ -47,18 +54,30 @@ def pools_and_teams(draw):
     cloud = draw(st.sampled_from(catalog.CLOUDS))
     pool_names = draw(st.lists(NAMES, min_size=1, max_size=5, unique=True))
     pools = [draw(gpu_pool(n, cloud)) for n in pool_names]
+    advertised = tuple(dict.fromkeys(r for p in pools for r in p.resources))
     teams = []
     for name in draw(st.lists(NAMES, max_size=6, unique=True)):
-        gpus = draw(st.integers(0, 96))
-        lend = draw(st.one_of(st.none(), st.integers(0, gpus)))
+        raw = {"name": name, "cpuQuota": draw(st.integers(0, 1024)), "memoryQuotaGi": draw(st.integers(0, 8192))}
+        if GPU in advertised:
+            raw["gpuQuota"] = draw(st.integers(0, 96))
+            lend = draw(st.one_of(st.none(), st.integers(0, raw["gpuQuota"])))
+            if lend is not None:
+                raw["lendingLimit"] = lend
+        others = [r for r in advertised if r != GPU]
+        if others:
+            raw["quotas"] = draw(st.dictionaries(st.sampled_from(others), st.integers(0, 96)))
         borrow = draw(st.one_of(st.none(), st.integers(0, 64)))
-        teams.append(TeamConfig(name, gpus, draw(st.integers(0, 1024)), draw(st.integers(0, 8192)), name, borrow,
-                                lend))
+        if borrow is not None:
+            raw["borrowingLimit"] = borrow
+        teams.append(parse_team(raw, "teams[0]", advertised))
     return pools, teams
 
 
-def fits_within_capacity(pools, teams) -> bool:
-    return sum(t.gpu_quota for t in teams) <= sum(ko.gpu_capacity(p) for p in pools)
+GPU = catalog.NVIDIA_GPU_RESOURCE
+
+
+def fits_within_capacity(resource, plans, teams) -> bool:
+    return sum(t.quota_of(resource) for t in teams) <= sum(plan.capacity_of(resource) for plan in plans)
 
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -70,23 +89,46 @@ def test_quotas_add_up(case):
     pools, teams = case
     plans = ko.flavor_plans(pools)
     quotas = ko.team_quotas(teams, plans)
+    resources = ko.accelerator_resources(plans)
+    assert resources == tuple(dict.fromkeys(r for p in pools for r in p.resources))
+    primaries = {p.resource for p in pools}
     for quota in quotas:
         team = quota.team
-        assert sum(quota.gpus) == team.gpu_quota
+        for resource in resources:
+            row = quota.quota_of(resource)
+            assert sum(row) == team.quota_of(resource), resource
+            # Only pools advertising the resource get quota of it.
+            assert all(n == 0 for n, p in zip(row, pools, strict=True) if resource not in p.resources), resource
+        # Per flavor, the primary resource's quota: every team's device quotas, nothing lost or added.
+        assert sum(quota.gpus) == sum(team.quota_of(r) for r in primaries)
         assert quota.cpu_only_cpu + sum(quota.cpu) == team.cpu_quota
         assert quota.cpu_only_memory_gib + sum(quota.memory_gib) == team.memory_quota_gib
         assert min((*quota.gpus, *quota.cpu, *quota.memory_gib, 0)) >= 0
         if team.lending_limit is not None:
+            # lendingLimit counts NVIDIA GPUs, like gpuQuota: split over the NVIDIA flavors only.
             assert sum(quota.lending) == team.lending_limit
-            assert all(lend <= gpus for lend, gpus in zip(quota.lending, quota.gpus, strict=True))
-    if fits_within_capacity(pools, teams):
-        for i, plan in enumerate(plans):
-            assert sum(q.gpus[i] for q in quotas) <= plan.capacity, plan.name
+            assert all(lend <= gpus for lend, gpus in zip(quota.lending, quota.quota_of(GPU), strict=True))
+            assert all(lend == 0 for lend, p in zip(quota.lending, pools, strict=True) if p.resource != GPU)
+    for resource in resources:
+        if fits_within_capacity(resource, plans, teams):
+            for i, plan in enumerate(plans):
+                assert sum(q.quota_of(resource)[i] for q in quotas) <= plan.capacity_of(resource), (plan.name, resource)
     # The rendered ClusterQueues carry the same numbers.
     for quota in quotas:
         cq = ko.cluster_queue(quota, plans)
-        gpu_quota = [f["resources"][2]["nominalQuota"] for f in cq["spec"]["resourceGroups"][0]["flavors"]]
-        assert sum(gpu_quota) == quota.team.gpu_quota
+        [group] = cq["spec"]["resourceGroups"]
+        assert group["coveredResources"] == ["cpu", "memory", *resources]
+        listed = [{r["name"]: r for r in f["resources"]} for f in group["flavors"]]
+        assert all(list(f) == group["coveredResources"] for f in listed)
+        for resource in resources:
+            assert sum(f[resource]["nominalQuota"] for f in listed) == quota.team.quota_of(resource), resource
+            lending = [f[resource]["lendingLimit"] for f in listed if "lendingLimit" in f[resource]]
+            if resource != GPU or quota.team.lending_limit is None:
+                assert lending == [], resource
+            else:
+                assert sum(lending) == quota.team.lending_limit
+                assert all(f[resource]["lendingLimit"] <= f[resource]["nominalQuota"]
+                           for f in listed if "lendingLimit" in f[resource])
 
 
 @PROPERTY

@@ -1,12 +1,14 @@
-"""Every reference stack (each ``stacks/Pulumi.*.yaml``, found at run time): PriorityClasses, one flavor per GPU
-pool, one ClusterQueue + LocalQueue + ResourceQuota per team with the configured GPU quota, the reference training
-job on the training pool, and every object valid against its schema (Kueue's vendored CRDs included)."""
+"""Every reference stack (each ``stacks/Pulumi.*.yaml``, found at run time): PriorityClasses, one flavor per
+accelerator pool tolerating its vendor's taint, one ClusterQueue + LocalQueue + ResourceQuota per team with the
+configured quotas (``gpuQuota`` for ``nvidia.com/gpu`` and ``quotas`` for every other accelerator resource), the
+reference training job on the training pool (NGC PyTorch on NVIDIA pools, ROCm PyTorch on AMD pools; none on Neuron
+or TPU pools), and every object valid against its schema (Kueue's vendored CRDs included)."""
 
 import functools
 
 import pytest
 
-from gpu_platform import labels, plan
+from gpu_platform import catalog, labels, plan, versions
 from gpu_platform.kube import kueue_objects as ko
 from gpu_platform.pools import training_pool
 from gpu_platform.priorities import PER_GPU_TIERS, TIERS
@@ -53,10 +55,13 @@ def test_one_flavor_per_gpu_pool(stack):
         return
     pools = planned(stack).config.gpu_pools()
     assert set(flavors) == {ko.CPU_FLAVOR} | {p.name for p in pools}
+    vendor_taint_keys = {v.taint.key for v in catalog.VENDORS.values()}
     for pool in pools:
         spec = flavors[pool.name]["spec"]
         assert spec["nodeLabels"][labels.POOL_LABEL] == pool.name
-        assert labels.GPU_TAINT.toleration() in spec["tolerations"]
+        assert catalog.VENDORS[pool.vendor].taint.toleration() in spec["tolerations"]
+        # Another vendor's taint is not on this pool's nodes: tolerating it would only widen where pods may land.
+        assert {t["key"] for t in spec["tolerations"]} & vendor_taint_keys == {pool.taint.key}
         assert ("topologyName" in spec) == ko.topology_aware(pool)
 
 
@@ -65,14 +70,24 @@ def test_queue_and_quota_per_team(stack):
     config = planned(stack).config
     queues = objects(stack, "ClusterQueue")
     assert set(queues) == ({t.name for t in config.teams} if config.scheduling.kueue else set())
+    # Every accelerator resource any pool advertises, in the order of the pools (Kueue's one resource group).
+    accelerator_resources = list(dict.fromkeys(r for p in config.gpu_pools() for r in p.resources))
     for team in config.teams:
-        quota = objects(stack, "ResourceQuota", team.name)["team-quota"]
-        assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == str(team.gpu_quota)
+        hard = objects(stack, "ResourceQuota", team.name)["team-quota"]["spec"]["hard"]
+        assert hard["requests.nvidia.com/gpu"] == str(team.gpu_quota)
+        for resource, count in team.quotas:
+            assert hard[f"requests.{resource}"] == str(count), resource
         assert objects(stack, "Namespace")[team.name]["metadata"]["labels"][labels.TEAM_LABEL] == team.name
         if not config.scheduling.kueue:
             continue
-        flavors = queues[team.name]["spec"]["resourceGroups"][0]["flavors"]
-        assert sum(f["resources"][2]["nominalQuota"] for f in flavors) == team.gpu_quota
+        [group] = queues[team.name]["spec"]["resourceGroups"]
+        assert group["coveredResources"] == ["cpu", "memory", *accelerator_resources]
+        for resource in accelerator_resources:
+            nominal = [{r["name"]: r["nominalQuota"] for r in f["resources"]}[resource] for f in group["flavors"]]
+            assert sum(nominal) == team.quota_of(resource), resource
+        # No quota the team was given is left out of Kueue.
+        given = {r for r, n in [("nvidia.com/gpu", team.gpu_quota), *team.quotas] if n > 0}
+        assert given <= set(accelerator_resources)
         assert queues[team.name]["spec"]["cohortName"] == ko.COHORT_NAME
         local = objects(stack, "LocalQueue", team.name)[ko.LOCAL_QUEUE_NAME]
         assert local["spec"] == {"clusterQueue": team.name}
@@ -99,17 +114,24 @@ def test_reference_training_job(stack):
     config = planned(stack).config
     jobs = objects(stack, "Job")
     team = config.teams[0] if config.teams else None
-    if not (config.training.enabled and team and team.gpu_quota):
+    pool = training_pool(config.gpu_pools())
+    # PyTorch DDP over NCCL/RCCL: NVIDIA and AMD pools only (Neuron and TPU pools need other programs).
+    if not (config.training.enabled and team and pool and pool.vendor in ("nvidia", "amd")
+            and team.quota_of(pool.resource)):
         assert "reference-training" not in jobs
         return
     job = jobs["reference-training"]
-    pool = training_pool(config.gpu_pools())
     assert job["metadata"]["namespace"] == team.name
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
     assert spec["template"]["spec"]["nodeSelector"] == {labels.POOL_LABEL: pool.name}
-    limits = spec["template"]["spec"]["containers"][0]["resources"]["limits"]
-    assert int(limits["nvidia.com/gpu"]) * spec["parallelism"] <= team.gpu_quota
+    [container] = spec["template"]["spec"]["containers"]
+    assert container["image"] == {"nvidia": versions.TRAINING_IMAGE, "amd": versions.ROCM_TRAINING_IMAGE}[
+        pool.vendor].reference
+    limits, requests = container["resources"]["limits"], container["resources"]["requests"]
+    assert requests[pool.resource] == limits[pool.resource]
+    assert int(limits[pool.resource]) * spec["parallelism"] <= team.quota_of(pool.resource)
+    assert not ({"nvidia.com/gpu", "amd.com/gpu"} - {pool.resource}) & {*limits, *requests}
     if pool.rdma_resource:
         assert limits[pool.rdma_resource] == str(pool.rdma_interfaces)
     if config.scheduling.kueue:
@@ -118,3 +140,26 @@ def test_reference_training_job(stack):
               if r.inputs["metadata"]["name"] == "reference-training-checkpoints"]
     assert [c.retain_on_delete for c in claims] == [True]
     assert "reference-retraining" in objects(stack, "CronJob", team.name)
+
+
+def test_which_stacks_run_the_reference_training_job_and_where():
+    """The reference training job's image and device requests per vendor, exactly: NVIDIA stacks pull NGC PyTorch and
+    ask for nvidia.com/gpu, the MI300X stacks ROCm PyTorch and amd.com/gpu (a whole 8-GPU node per pod, two pods:
+    `training_objects.MAX_NODES`, within the research team's 24), the Neuron and TPU stacks have no such Job."""
+    def training_container(stack):
+        job = objects(stack, "Job").get("reference-training")
+        return None if job is None else (job["spec"]["parallelism"], job["spec"]["template"]["spec"]["containers"][0])
+
+    for stack in ("aws-neuron", "gcp-tpu"):
+        assert training_container(stack) is None
+    for stack in ("azure-mi300x", "oci-mi300x"):
+        pods, container = training_container(stack)
+        assert container["image"] == versions.ROCM_TRAINING_IMAGE.reference
+        assert container["image"].startswith("docker.io/rocm/pytorch:")
+        assert container["resources"]["requests"]["amd.com/gpu"] == "8"
+        assert container["resources"]["limits"]["amd.com/gpu"] == "8"
+        assert "nvidia.com/gpu" not in container["resources"]["limits"]
+        assert pods == 2
+    _, container = training_container("aws-dev")
+    assert container["image"] == versions.TRAINING_IMAGE.reference
+    assert "nvidia.com/gpu" in container["resources"]["limits"]

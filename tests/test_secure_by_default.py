@@ -8,9 +8,11 @@ import re
 
 import pytest
 import yaml
-from test_workload_security import image_references, repository_of
+from test_workload_security import image_references, repository_of, stack_config
 
-from gpu_platform import cli, plan, versions
+from gpu_platform import catalog, cli, plan, versions
+from gpu_platform.kube import autoscaling_plan, workloads
+from gpu_platform.pools import training_pool
 
 STACKS = sorted(plan.discover_stacks())
 MANAGED = [s for s in STACKS if s != "existing"]
@@ -41,6 +43,39 @@ def only(by_type, type_):
 
 def cloud_of(stack):
     return plan.discover_stacks()[stack].read_text().split("gpu-platform:cloud: ", 1)[1].split()[0]
+
+
+VENDOR_NAMESPACES = {catalog.AWS_NEURON: {"aws-neuron"}, catalog.AMD: {"kube-amd-gpu", "cert-manager"},
+                     catalog.GOOGLE_TPU: {"jobset-system"}}
+"""The namespaces each vendor's software runs in (kube/neuron.py, kube/amd.py, kube/tpu.py)."""
+OPTIONAL_NAMESPACES = {"gpu-optimizer", "inference", *(ns for group in VENDOR_NAMESPACES.values() for ns in group)}
+
+
+def expected_namespaces(stack):
+    """The namespaces the stack's configuration makes: monitoring, the optimizer's where it runs (NVIDIA pools), the
+    inference app's where inference is on and has a pool, and each accelerator vendor's."""
+    cfg = stack_config(stack)
+    pools = cfg.gpu_pools()
+    names = {"monitoring"}
+    if cfg.runs_optimizer:
+        names.add("gpu-optimizer")
+    if cfg.inference.enabled and workloads.chosen_pool(cfg, pools) is not None:
+        names.add("inference")
+    for pool in pools:
+        names |= VENDOR_NAMESPACES.get(pool.vendor, set())
+    return names
+
+
+def test_each_stack_expects_the_namespaces_its_configuration_makes():
+    nvidia = {"monitoring", "gpu-optimizer", "inference"}
+    assert {stack: expected_namespaces(stack) for stack in STACKS} == {
+        "aws-dev": nvidia, "aws-karpenter": nvidia, "azure-dev": nvidia, "existing": nvidia, "gcp-dev": nvidia,
+        "oci-dev": nvidia,
+        "aws-neuron": {"monitoring", "inference", "aws-neuron"},
+        "azure-mi300x": {"monitoring", "inference", "kube-amd-gpu", "cert-manager"},
+        "oci-mi300x": {"monitoring", "inference", "kube-amd-gpu", "cert-manager"},
+        "gcp-tpu": {"monitoring", "jobset-system"},
+    }
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -115,7 +150,9 @@ def test_secrets_are_envelope_encrypted_and_the_api_is_not_open_to_the_world(pla
         allowed = [r["source"] for r in rules if not r["source"].startswith("10.")]
         assert oke["endpointConfig"]["isPublicIpEnabled"] is bool(allowed)
     assert "0.0.0.0/0" not in allowed
-    assert allowed == ["203.0.113.0/24"] or (stack == "aws-karpenter" and allowed == [])
+    # Exactly the stack's apiAllowedCidrs; none: a private endpoint (aws-karpenter, aws-neuron).
+    raw = plan.load_stack_file(plan.discover_stacks()[stack])
+    assert allowed == raw.get("gpu-platform:apiAllowedCidrs", [])
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -143,7 +180,8 @@ def test_monitoring_denies_by_default_and_every_namespace_has_pod_security(plann
     assert policies["default-deny-ingress"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
     assert {"allow-prometheus-api", "allow-alertmanager", "allow-grafana"} <= set(policies)
     namespaces = [m for m in manifests if m["kind"] == "Namespace"]
-    assert {"monitoring", "gpu-optimizer", "inference"} <= {n["metadata"]["name"] for n in namespaces}
+    assert expected_namespaces(stack) <= {n["metadata"]["name"] for n in namespaces}
+    assert not (OPTIONAL_NAMESPACES - expected_namespaces(stack)) & {n["metadata"]["name"] for n in namespaces}
     for namespace in namespaces:
         assert namespace["metadata"]["labels"][PSA_ENFORCE] in ("restricted", "baseline", "privileged")
         assert namespace["metadata"]["annotations"]["gpu-platform.io/pod-security-reason"]
@@ -153,6 +191,16 @@ def test_monitoring_denies_by_default_and_every_namespace_has_pod_security(plann
 def test_every_image_is_pinned_by_digest(planned, stack):
     _, manifests = planned[stack]
     images = set(image_references(manifests))
-    assert any("nvcr.io/nvidia/pytorch:" in image for image in images)
+    cfg = stack_config(stack)
+    pools = cfg.gpu_pools()
+    training = autoscaling_plan.training_namespace(cfg, pools)
+    # The vendor's training image, pinned by digest, where the stack runs the reference training job; none else.
+    training_images = {image.reference for image in versions.TRAINING_IMAGES.values()}
+    if training is not None:
+        expected = versions.TRAINING_IMAGES[training_pool(pools).vendor].reference
+        assert DIGEST.search(expected)
+        assert images & training_images == {expected}
+    else:
+        assert not images & training_images
     for image in images:
         assert DIGEST.search(image) or repository_of(image) in versions.UNPINNED_IMAGES, image

@@ -5,9 +5,12 @@ A new pod template or a new image anywhere in a reference stack's manifests is c
 file; the only ways past a check are the named exemptions below and `versions.UNPINNED_IMAGES`, each with its reason.
 """
 
+import copy
+
 import pytest
 
-from gpu_platform import plan, versions
+from gpu_platform import catalog, config, plan, versions
+from gpu_platform.kube import autoscaling_plan, tpu_objects, workloads
 
 STACKS = sorted(plan.discover_stacks())
 
@@ -20,7 +23,7 @@ POD_TEMPLATE_PATHS = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
     "Pod": (),
 }
-"""Where each workload kind keeps the pod it runs."""
+"""Where each workload kind keeps the pod it runs (JobSets: every replicated Job's pod, `pod_templates`)."""
 POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
                         "seccompProfile": {"type": "RuntimeDefault"}}
 CONTAINER_SECURITY_CONTEXT = {
@@ -33,12 +36,72 @@ THIRD_PARTY_PODS: dict[tuple[str, str], str] = {
                                   "(it programs the node's iptables)",
     ("Deployment", "calico-kube-controllers"): "Calico's controllers as published in calico-policy-only.yaml "
                                                "(an API client: it keeps its token)",
+    ("DaemonSet", "neuron-monitor"): "AWS's neuron-monitor DaemonSet as published (aws-neuron-sdk "
+                                     "src/k8/k8s-neuron-monitor-daemonset.yml): privileged, to read the Neuron "
+                                     "driver's counters on the node",
 }
 """(kind, name) of pods rendered from an upstream manifest and run as published (e.g. a privileged node agent),
 with the reason; their images are still checked for digests."""
-PLATFORM_PODS = {("Job", "reference-training"), ("CronJob", "reference-retraining"), ("Deployment", "sentiment"),
-                 ("CronJob", "gpu-optimizer")}
-"""The pods every reference stack ships."""
+UNHARDENED_EXAMPLES: dict[tuple[str, str], str] = {
+    ("JobSet", tpu_objects.EXAMPLE_NAME): "the TPU slice example (kube/tpu_objects.py) pip-installs jax[tpu] into the "
+                                          "python image's own site-packages when it starts, as the image's root user "
+                                          "with a writable root filesystem and a service-account token; it drops every "
+                                          "capability and privilege escalation, but not root (a component change, "
+                                          "not made yet)",
+}
+"""(kind, name) of platform pods that do not meet the hardened security contexts yet, with the reason; their images
+are still checked for digests."""
+EXEMPT_PODS = {**THIRD_PARTY_PODS, **UNHARDENED_EXAMPLES}
+TRAINING_PODS = {("Job", "reference-training"), ("CronJob", "reference-retraining")}
+INFERENCE_PODS = {("Deployment", "sentiment")}
+OPTIMIZER_PODS = {("CronJob", "gpu-optimizer")}
+NEURON_PODS = {("DaemonSet", "neuron-monitor")}
+TPU_EXAMPLE_PODS = {("JobSet", tpu_objects.EXAMPLE_NAME)}
+
+
+def stack_config(stack: str) -> config.PlatformConfig:
+    """The parsed configuration of a reference stack."""
+    return config.parse_config(config.strip_namespace(plan.load_stack_file(plan.discover_stacks()[stack])), stack)
+
+
+def platform_pods(stack: str) -> set[tuple[str, str]]:
+    """The pods a reference stack ships, from its configuration: the reference training job where the training
+    layer builds one, the inference app where inference is on and has a pool, the optimizer where it runs (NVIDIA
+    pools with monitoring), neuron-monitor on Neuron pools, the TPU slice example on a TPU training pool."""
+    cfg = stack_config(stack)
+    pools = cfg.gpu_pools()
+    pods = set()
+    if autoscaling_plan.training_namespace(cfg, pools) is not None:
+        pods |= TRAINING_PODS
+    if cfg.inference.enabled and workloads.chosen_pool(cfg, pools) is not None:
+        pods |= INFERENCE_PODS
+    if cfg.runs_optimizer:
+        pods |= OPTIMIZER_PODS
+    if any(p.vendor == catalog.AWS_NEURON for p in pools):
+        pods |= NEURON_PODS
+    tpu_pool = next((p for p in pools if p.vendor == catalog.GOOGLE_TPU and p.role == "training"), None)
+    if (cfg.training.enabled and cfg.scheduling.kueue and tpu_pool is not None
+            and any(t.quota_of(tpu_pool.resource) > 0 for t in cfg.teams)):
+        pods |= TPU_EXAMPLE_PODS
+    return pods
+
+
+EXPECTED_PODS = {
+    "aws-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "aws-karpenter": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "azure-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "existing": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "gcp-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "oci-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    # Neuron: training off (no Neuron variant of the reference job), no NVIDIA pool for the optimizer.
+    "aws-neuron": INFERENCE_PODS | NEURON_PODS,
+    # AMD: the ROCm training image and inference app; no NVIDIA pool for the optimizer.
+    "azure-mi300x": TRAINING_PODS | INFERENCE_PODS,
+    "oci-mi300x": TRAINING_PODS | INFERENCE_PODS,
+    # TPU: inference off, the JobSet example instead of the reference job.
+    "gcp-tpu": TPU_EXAMPLE_PODS,
+}
+"""What `platform_pods` must derive for each reference stack (checks the derivation itself)."""
 
 
 @pytest.fixture(scope="module")
@@ -55,21 +118,54 @@ def manifests():
 def pod_templates(objects):
     """((kind, name), pod template) of every workload among ``objects``."""
     for obj in objects:
+        key = (obj["kind"], obj["metadata"]["name"])
+        if obj["kind"] == "JobSet":
+            # jobset.x-k8s.io: spec.replicatedJobs[].template is a JobTemplateSpec.
+            for replicated in obj["spec"]["replicatedJobs"]:
+                yield key, replicated["template"]["spec"]["template"]
+            continue
         path = POD_TEMPLATE_PATHS.get(obj["kind"])
         if path is None:
             continue
         template = obj
-        for key in path:
-            template = template[key]
-        yield (obj["kind"], obj["metadata"]["name"]), template
+        for key_ in path:
+            template = template[key_]
+        yield key, template
 
 
 def containers(pod_spec):
     return [*pod_spec.get("initContainers", []), *pod_spec["containers"]]
 
 
+UNWALKED_IMAGE_FIELDS = {
+    ("amd.com/v1alpha1", "DeviceConfig", ("spec", "driver", "image")):
+        "the repository the AMD GPU Operator pushes the driver image it builds on the node to and pulls it from "
+        "(stack key amdDriverImage); the operator appends a tag per node kernel, so it cannot carry a digest",
+}
+"""(apiVersion, kind, field path) of image fields that name no pullable image of their own, with the reason: the
+walker skips that one field of that kind of object, and nothing else of it."""
+
+
+def _without_unwalked_fields(obj: dict) -> dict:
+    for (api_version, kind, path), _ in UNWALKED_IMAGE_FIELDS.items():
+        if obj.get("apiVersion") == api_version and obj.get("kind") == kind:
+            parent = obj
+            for key in path[:-1]:
+                parent = parent.get(key) if isinstance(parent, dict) else None
+            if isinstance(parent, dict) and path[-1] in parent:
+                obj = copy.deepcopy(obj)
+                parent = obj
+                for key in path[:-1]:
+                    parent = parent[key]
+                del parent[path[-1]]
+    return obj
+
+
 def image_references(node):
-    """Every image an object names: pod ``image`` fields and the Network Operator's repository/image/version."""
+    """Every image an object names: pod ``image`` fields and the Network Operator's repository/image/version (not
+    the fields of `UNWALKED_IMAGE_FIELDS`)."""
+    if isinstance(node, dict) and "kind" in node and "apiVersion" in node:
+        node = _without_unwalked_fields(node)
     if isinstance(node, dict):
         if {"image", "repository", "version"} <= set(node) and isinstance(node["version"], str):
             # NicClusterPolicy ImageSpec: the operator pulls <repository>/<image>@<version> for a sha256 version,
@@ -91,30 +187,38 @@ def repository_of(reference: str) -> str:
     return f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
 
 
+def test_each_stack_expects_the_pods_its_configuration_builds():
+    assert {stack: platform_pods(stack) for stack in STACKS} == EXPECTED_PODS
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_reference_stack_ships_the_platform_pods(manifests, stack):
     found = {key for key, _ in pod_templates(manifests[stack])}
-    assert found >= PLATFORM_PODS, sorted(found)
+    expected = platform_pods(stack)
+    assert found >= expected, sorted(found)
+    # Nothing of a layer the configuration leaves out.
+    layers = TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS | NEURON_PODS | TPU_EXAMPLE_PODS
+    assert not (found & layers) - expected, sorted(found)
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_platform_pods_run_hardened(manifests, stack):
-    checked = 0
+    checked = set()
     for key, template in pod_templates(manifests[stack]):
-        if key in THIRD_PARTY_PODS:
+        if key in EXEMPT_PODS:
             continue
         spec = template["spec"]
         assert spec["securityContext"] == POD_SECURITY_CONTEXT, key
         for container in containers(spec):
             assert container["securityContext"] == CONTAINER_SECURITY_CONTEXT, (key, container["name"])
-        checked += 1
-    assert checked >= len(PLATFORM_PODS)
+        checked.add(key)
+    assert platform_pods(stack) - set(EXEMPT_PODS) <= checked
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_only_api_clients_mount_a_service_account_token(manifests, stack):
     for key, template in pod_templates(manifests[stack]):
-        if key in THIRD_PARTY_PODS:
+        if key in EXEMPT_PODS:
             continue
         # Explicit either way: the pod's field wins over whatever its ServiceAccount says.
         assert template["spec"]["automountServiceAccountToken"] is (key in API_CLIENTS), key
@@ -124,7 +228,7 @@ def test_only_api_clients_mount_a_service_account_token(manifests, stack):
 def test_writes_go_to_empty_dirs_and_home_is_writable(manifests, stack):
     """A read-only root: /tmp is an emptyDir in every container and HOME points into a writable mount."""
     for key, template in pod_templates(manifests[stack]):
-        if key in THIRD_PARTY_PODS:
+        if key in EXEMPT_PODS:
             continue
         spec = template["spec"]
         empty_dirs = {v["name"] for v in spec.get("volumes", []) if "emptyDir" in v}
@@ -169,9 +273,52 @@ def test_reference_stacks_pull_the_pinned_training_and_rdma_images(manifests):
     } == references
 
 
+def test_the_new_vendor_stacks_pull_their_images(manifests):
+    def references(stack):
+        return {ref for obj in manifests[stack] for ref in image_references(obj)}
+
+    rocm = versions.ROCM_TRAINING_IMAGE.reference
+    assert rocm == ("docker.io/rocm/pytorch:rocm7.14_ubuntu24.04_py3.12_pytorch_release_2.11.0"
+                    "@sha256:a223aee17aef5d21c3b9f63436dd19d27d1c665ec8b2f40011c9546cabae2a80")
+    assert references("aws-neuron") == {"public.ecr.aws/neuron/neuron-monitor:1.3.0",
+                                        "ghcr.io/gpu-platform/sentiment-inference:0.1.0-neuron"}
+    assert references("azure-mi300x") == {
+        rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm",
+        "nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin@sha256:"
+        "a2ea9cb60f1ce50d109650daca7e074b38cb9ac6a88bed78e266ef99c012782e",
+        "nvcr.io/nvidia/mellanox/doca-driver:doca3.3.0-26.01-1.0.0.0-0"}
+    assert references("oci-mi300x") == {
+        rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm",
+        "nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin@sha256:"
+        "a2ea9cb60f1ce50d109650daca7e074b38cb9ac6a88bed78e266ef99c012782e",
+        versions.CALICO_NODE_IMAGE.reference, versions.CALICO_KUBE_CONTROLLERS_IMAGE.reference}
+    assert references("gcp-tpu") == {
+        "docker.io/library/python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea"}
+
+
+def test_the_walker_skips_only_the_amd_driver_build_target(manifests):
+    (device_config,) = [m for m in manifests["azure-mi300x"] if m["kind"] == "DeviceConfig"]
+    # The stack's amdDriverImage, a repository without a tag: the operator tags each build per kernel.
+    assert device_config["spec"]["driver"]["image"] == "gpuplatformexample.azurecr.io/amdgpu-driver"
+    assert list(image_references(device_config)) == []
+    # Any other image in the same object, or the same field in another kind, is still walked.
+    other = copy.deepcopy(device_config)
+    other["spec"]["metricsExporter"]["image"] = "docker.io/rocm/device-metrics-exporter:v1.5.1"
+    assert list(image_references(other)) == ["docker.io/rocm/device-metrics-exporter:v1.5.1"]
+    assert list(image_references({**device_config, "kind": "Other"})) == [
+        "gpuplatformexample.azurecr.io/amdgpu-driver"]
+    assert device_config["spec"]["driver"]["image"] == "gpuplatformexample.azurecr.io/amdgpu-driver"  # not mutated
+
+
 def test_every_exemption_has_a_reason():
     assert set(versions.UNPINNED_IMAGES) == {"ghcr.io/gpu-platform/sentiment-inference",
                                              "ghcr.io/gpu-platform/gpu-platform",
-                                             "nvcr.io/nvidia/mellanox/doca-driver"}
+                                             "nvcr.io/nvidia/mellanox/doca-driver",
+                                             "public.ecr.aws/neuron/neuron-monitor"}
+    assert set(THIRD_PARTY_PODS) == {("DaemonSet", "calico-node"), ("Deployment", "calico-kube-controllers"),
+                                     ("DaemonSet", "neuron-monitor")}
+    assert set(UNHARDENED_EXAMPLES) == {("JobSet", "tpu-slice-check")}
+    assert set(UNWALKED_IMAGE_FIELDS) == {("amd.com/v1alpha1", "DeviceConfig", ("spec", "driver", "image"))}
     assert all(reason.strip() for reason in versions.UNPINNED_IMAGES.values())
-    assert all(reason.strip() for reason in (*API_CLIENTS.values(), *THIRD_PARTY_PODS.values()))
+    assert all(reason.strip() for reason in (*API_CLIENTS.values(), *THIRD_PARTY_PODS.values(),
+                                             *UNHARDENED_EXAMPLES.values(), *UNWALKED_IMAGE_FIELDS.values()))

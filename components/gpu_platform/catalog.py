@@ -126,11 +126,36 @@ _NVIDIA_MODELS = (
 )
 
 # --- AWS Neuron models ---
-_NEURON_MODELS: tuple[GpuModel, ...] = ()
+# Device memory: Neuron architecture pages (aws-neuron/aws-neuron-sdk@v2.32.0 about-neuron/arch/neuron-hardware/
+# inferentia2.rst 32 GiB, trainium.rst 32 GiB, trainium2.rst 96 GiB). NeuronCores per device = what the Neuron device
+# plugin advertises as aws.amazon.com/neuroncore: two NeuronCore-v2 per Inferentia2/Trainium chip; a Trainium2 chip
+# has eight physical NeuronCore-v3 that the default Logical NeuronCore Configuration (LNC=2, read by the plugin from
+# /opt/aws/neuron/logical_nc_config) groups into four (logical-neuroncore-config.rst; deploy/eks/prerequisites.rst).
+# Karpenter's instance-type reference counts trn2's physical cores (128 per trn2.48xlarge), not the plugin's 64.
+_NEURON_MODELS: tuple[GpuModel, ...] = (
+    GpuModel("inferentia2", "AWS Inferentia2", 32, vendor=AWS_NEURON,
+             secondary_per_device=(("aws.amazon.com/neuroncore", 2),)),
+    GpuModel("trainium1", "AWS Trainium", 32, vendor=AWS_NEURON,
+             secondary_per_device=(("aws.amazon.com/neuroncore", 2),)),
+    GpuModel("trainium2", "AWS Trainium2", 96, vendor=AWS_NEURON,
+             secondary_per_device=(("aws.amazon.com/neuroncore", 4),)),
+)
 # --- AMD Instinct models ---
-_AMD_MODELS: tuple[GpuModel, ...] = ()
+# MI300X: 192 GB HBM3 per GPU (AMD Instinct MI300X data sheet; Azure ND-MI300X-v5 size page "GPU Memory GiB 192").
+# Exclusive only (`VENDORS`): the AMD GPU Operator's compute/memory partitioning (CPX/NPS through its Device
+# Config Manager) is not wired by the platform. The MI355X (BM.GPU.MI355X.8 on OCI) is left out: its RDMA NICs are
+# AMD Pollara ("ionic_*", oci-hpc-oke recommended RCCL parameters), which the platform's RDMA layer does not drive.
+_AMD_MODELS: tuple[GpuModel, ...] = (GpuModel("mi300x", "AMD Instinct MI300X", 192, vendor=AMD),)
 # --- Google TPU models ---
-_TPU_MODELS: tuple[GpuModel, ...] = ()
+# HBM per chip: Cloud TPU system architecture pages (cloud.google.com/tpu/docs/v5e "HBM2 capacity 16 GB",
+# /tpu/docs/v5p and /tpu/docs/tpu7x "HBM capacity per chip (GiB)": v5p 95, v6e 32, TPU7x 192; /tpu/docs/v6e "HBM
+# capacity per chip 32 GB"). A pool's devices are its TPU chips (``google.com/tpu`` counts chips).
+_TPU_MODELS: tuple[GpuModel, ...] = (
+    GpuModel("tpu-v5e", "Google Cloud TPU v5e", 16, vendor=GOOGLE_TPU),
+    GpuModel("tpu-v5p", "Google Cloud TPU v5p", 95, vendor=GOOGLE_TPU),
+    GpuModel("tpu-v6e", "Google Cloud TPU v6e (Trillium)", 32, vendor=GOOGLE_TPU),
+    GpuModel("tpu7x", "Google Cloud TPU7x (Ironwood)", 192, vendor=GOOGLE_TPU),
+)
 
 GPU_MODELS: dict[str, GpuModel] = {m.key: m for m in (*_NVIDIA_MODELS, *_NEURON_MODELS, *_AMD_MODELS, *_TPU_MODELS)}
 """Every accelerator model, by key."""
@@ -177,6 +202,10 @@ class MachineShape:
     """GCP accelerator type string (``nvidia-h100-80gb``) the machine type carries."""
     attachable_accelerators: tuple[str, ...] = field(default=())
     """GCP N1: accelerator types that may be attached; the pool names one and a count."""
+    tpu_topologies: tuple[str, ...] = ()
+    """GKE TPU machine types: the TPU slice topologies (``2x2``, ``4x4``, ``2x2x1``) a node pool of this machine type
+    may form, its single-host topology first (the default); empty for every other shape. A topology of more chips
+    than one VM has is a multi-host slice of ``chips / gpu_count`` nodes."""
 
     @property
     def gpu(self) -> GpuModel | None:
@@ -288,13 +317,92 @@ _OCI = [
 ]
 
 # --- AWS Neuron shapes ---
-_AWS_NEURON: list[MachineShape] = []
+# (name, Neuron devices, vCPUs, memory GiB, fabric, EFA interfaces): Karpenter's generated instance-type reference
+# (aws/karpenter-provider-aws@v1.14.1:website/content/en/docs/reference/instance-types.md: instance-accelerator-count
+# = aws.amazon.com/neuron, instance-cpu, instance-memory, vpc.amazonaws.com/efa), matching the EC2 accelerated-computing
+# specifications page; trn1 8 EFA / trn1n 16 EFA also in the Neuron guide "How to prepare trn1.32xlarge for multi-node
+# execution". The Neuron Helm chart's device plugin targets these types (neuronInstances in its values.yaml).
+# trn2u.48xlarge (the UltraServer member) is left out: Karpenter's reference does not list it, so no EFA count.
+_AWS_NEURON: list[MachineShape] = [
+    *_rows("aws", "inferentia2", [
+        ("inf2.xlarge", 1, 4, 16), ("inf2.8xlarge", 1, 32, 128), ("inf2.24xlarge", 6, 96, 384),
+        ("inf2.48xlarge", 12, 192, 768),
+    ]),
+    *_rows("aws", "trainium1", [
+        ("trn1.2xlarge", 1, 8, 32), ("trn1.32xlarge", 16, 128, 512, EFA, 8), ("trn1n.32xlarge", 16, 128, 512, EFA, 16),
+    ]),
+    *_rows("aws", "trainium2", [("trn2.48xlarge", 16, 192, 2048, EFA, 16)]),
+]
 # --- Azure AMD shapes ---
-_AZURE_AMD: list[MachineShape] = []
+# ND MI300X v5 (learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/nd-mi300x-v5-series): 96 vCPUs,
+# 1850 GiB, 8 MI300X, InfiniBand "8x400 Gigabit NDR" with GPUDirect RDMA. AKS supports this size only among AMD
+# GPUs (AKS use-amd-gpus.md, "Limitations").
+_AZURE_AMD: list[MachineShape] = _rows("azure", "mi300x", [("Standard_ND96isr_MI300X_v5", 8, 96, 1850, INFINIBAND, 8)])
 # --- OCI AMD shapes ---
-_OCI_AMD: list[MachineShape] = []
+# BM.GPU.MI300X.8 (docs.oracle.com/iaas/Content/Compute/References/computeshapes.htm, bare metal GPU shapes):
+# 112 OCPUs (2x Xeon 8480+) = 224 vCPUs as the other OCI rows count them, 2048 GB, 8 MI300X, 1x100 Gbps front-end
+# plus 8x400 Gbps RoCEv2 cluster network NICs (the 8 HCAs of NCCL_IB_HCA in oci-hpc-oke
+# docs/recommended-nccl-rccl-parameters-by-shape.md).
+_OCI_AMD: list[MachineShape] = _rows("oci", "mi300x", [("BM.GPU.MI300X.8", 8, 224, 2048, ROCE, 8)])
 # --- GCP TPU shapes ---
-_GCP_TPU: list[MachineShape] = []
+GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+"""Node label GKE sets on TPU slice nodes to the pool's TPU type (``MachineShape.accelerator_type``)."""
+GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+"""Node label GKE sets on TPU slice nodes to the slice's topology; workloads select both (GKE "Plan TPUs in GKE")."""
+_TPU_2D_MULTI_HOST = ("2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
+"""v5e/v6e slices of 4-chip VMs beyond one host (GKE "Plan TPUs in GKE" v5e/v6e tables; /tpu/docs/v6e "Supported
+configurations": 2x4 on two ct6e-standard-4t VMs up to 16x16 on 64)."""
+
+
+def _v5p_topologies() -> tuple[str, ...]:
+    """v5p slice shapes (/tpu/docs/v5p, /tpu/docs/types-topologies): 2x2x1 (one VM), 2x2x2, 2x2x4, 2x4x4, then AxBxC
+    with each side a multiple of 4, A <= B <= C, at most 140 4x4x4 cubes (8960 chips, the v5p Pod). The same list
+    AI-Hypercomputer/xpk@v1.13.1 src/xpk/core/system_characteristics.py generates (max_cubes=140)."""
+    shapes = ["2x2x1", "2x2x2", "2x2x4", "2x4x4"]
+    sides = range(4, 257, 4)
+    shapes += [f"{a}x{b}x{c}" for a in sides for b in sides if b >= a for c in sides
+               if c >= b and (a // 4) * (b // 4) * (c // 4) <= 140]
+    return tuple(shapes)
+
+
+def _tpu(name: str, model: str, chips: int, vcpus: int, memory: int, accelerator: str,
+         topologies: tuple[str, ...]) -> MachineShape:
+    return MachineShape("gcp", name, model, chips, vcpus, memory, accelerator_type=accelerator,
+                        tpu_topologies=topologies)
+
+
+# GKE TPU machine types: chips per VM, vCPUs and memory from Compute Engine "TPU machines in the accelerator-optimized
+# machine family" and the Cloud TPU version pages (4-chip VMs: v5p 208 vCPUs / 448 GB, v6e 180 / 720, TPU7x 224 /
+# 960, /tpu/docs/tpu7x); the GKE accelerator label value and the machine type / topology pairs from GKE "Plan TPUs in
+# GKE" (cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus) and /tpu/docs/v6e "Supported configurations".
+# TPU7x multi-host slices are placed by a workload policy instead of a topology (GKE "About Ironwood (TPU7x) in
+# GKE"), which the platform does not create yet: only its single-host 2x2x1 is offered.
+# v5e VMs (24/48, 112/192, 224/384) are in /tpu/docs/v5e "VM types". Not found on Google's pages from here: the
+# vCPUs of ct6e-standard-1t (44) and -8t (180) and their memory (176 and 1440 GB), taken from public repositories
+# that size pods by them; the platform reads vCPUs and memory only for default requests and the support matrix.
+_GCP_TPU: list[MachineShape] = [
+    _tpu("ct5lp-hightpu-1t", "tpu-v5e", 1, 24, 48, "tpu-v5-lite-podslice", ("1x1",)),
+    _tpu("ct5lp-hightpu-4t", "tpu-v5e", 4, 112, 192, "tpu-v5-lite-podslice", ("2x2", *_TPU_2D_MULTI_HOST)),
+    _tpu("ct5lp-hightpu-8t", "tpu-v5e", 8, 224, 384, "tpu-v5-lite-podslice", ("2x4",)),
+    _tpu("ct5p-hightpu-4t", "tpu-v5p", 4, 208, 448, "tpu-v5p-slice", _v5p_topologies()),
+    _tpu("ct6e-standard-1t", "tpu-v6e", 1, 44, 176, "tpu-v6e-slice", ("1x1",)),
+    _tpu("ct6e-standard-4t", "tpu-v6e", 4, 180, 720, "tpu-v6e-slice", ("2x2", *_TPU_2D_MULTI_HOST)),
+    _tpu("ct6e-standard-8t", "tpu-v6e", 8, 180, 1440, "tpu-v6e-slice", ("2x4",)),
+    _tpu("tpu7x-standard-4t", "tpu7x", 4, 224, 960, "tpu7x", ("2x2x1",)),
+]
+
+
+def tpu_chips(topology: str) -> int:
+    """Chips in a TPU slice topology (``4x4`` -> 16, ``2x2x1`` -> 4)."""
+    chips = 1
+    for side in topology.split("x"):
+        chips *= int(side)
+    return chips
+
+
+def tpu_hosts(shape: MachineShape, topology: str) -> int:
+    """VMs (nodes) of a slice of ``topology`` on ``shape``: 1 for a single-host slice."""
+    return max(1, tpu_chips(topology) // shape.gpu_count)
 
 SHAPES: dict[tuple[str, str], MachineShape] = {
     (s.cloud, s.name): s for s in (*_AWS, *_AWS_NEURON, *_AZURE, *_AZURE_AMD, *_GCP, *_GCP_TPU, *_OCI, *_OCI_AMD)

@@ -601,7 +601,8 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         autoscaling=parse_autoscaling(raw, cloud),
         training=parse_training(raw),
     )
-    _check_software(config)
+    _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
+    _check_reference_workloads(config, explicit_optimizer=raw.get("optimizer") is not None)
     _check_scheduling(config)
     _check_autoscalers(config)
     parse_cluster = getattr(options, "parse_cluster_options", None)
@@ -642,8 +643,60 @@ def default_gpu_software(cloud: str, pools: list[NodePoolConfig]) -> str:
     return DEFAULT_GPU_SOFTWARE[cloud]
 
 
-def _check_software(config: PlatformConfig) -> None:
+def _check_software(config: PlatformConfig, explicit_software: bool) -> None:
+    if explicit_software and not any(p.vendor == catalog.NVIDIA for p in config.gpu_pools()):
+        # gpuSoftware picks the NVIDIA stack, which a cluster without NVIDIA pools does not get.
+        raise ConfigError("gpuSoftware", "chooses the NVIDIA GPU software, and no node pool has NVIDIA GPUs; "
+                                         "leave it out")
     _check_pool_software(config.cloud, config.gpu_software, list(config.node_pools))
+
+
+def _check_tpu_example(config: PlatformConfig, pools: list) -> None:
+    """The TPU layer's example JobSet gang-admits one whole slice: the first team with a TPU quota must hold one
+    (`kube.tpu.TpuSliceJob` refuses less; checked here so nothing is registered first)."""
+    tpu = next((p for p in pools if p.vendor == catalog.GOOGLE_TPU and p.role == "training"), None)
+    if tpu is None or not config.training.enabled or not config.scheduling.kueue:
+        return
+    pool_config = next(c for c in config.node_pools if c.name == tpu.name)
+    team_index = next((i for i, t in enumerate(config.teams) if t.quota_of(tpu.resource) > 0), None)
+    topology = options_module(config.cloud).tpu_topology(pool_config)
+    if team_index is None or topology is None:
+        return
+    chips, quota = catalog.tpu_chips(topology), config.teams[team_index].quota_of(tpu.resource)
+    if quota < chips:
+        raise ConfigError(join(join("teams", team_index), f"quotas.{tpu.resource}"),
+                          f"the example JobSet takes a whole {topology} slice of pool '{tpu.name}' ({chips} chips); "
+                          f"a quota of {quota} would never admit it (or set training.enabled: false)")
+
+
+def _check_reference_workloads(config: PlatformConfig, explicit_optimizer: bool) -> None:
+    """The reference workloads run on the pools they would land on: the training job (PyTorch DDP over NCCL/RCCL)
+    on NVIDIA or AMD GPUs, or a TPU slice's JobSet; the inference app on NVIDIA, AMD or Neuron devices; the optimizer
+    (DCGM utilisation) on NVIDIA pools: by default it is simply not deployed without them, asked for it is refused."""
+    from .kube.workloads import chosen_pool
+    from .pools import training_pool
+    from .versions import INFERENCE_IMAGES, TRAINING_IMAGES
+
+    pools = config.gpu_pools()
+    train = training_pool(pools)
+    if (config.training.enabled and train is not None and train.vendor not in TRAINING_IMAGES
+            and train.vendor != catalog.GOOGLE_TPU):
+        vendor = catalog.VENDORS[train.vendor].display_name
+        raise ConfigError("training.enabled", f"the reference training job runs PyTorch DDP on NVIDIA or AMD GPUs, "
+                                              f"and its pool '{train.name}' has {vendor} accelerators; set "
+                                              "training.enabled: false")
+    if not any(p.vendor == catalog.NVIDIA for p in pools) and explicit_optimizer and config.optimizer.enabled:
+        # Its idleness signal is DCGM's GPU utilisation: on other vendors' pools it would find nothing to act on.
+        raise ConfigError("optimizer.enabled", "the optimizer reads NVIDIA GPU utilisation (DCGM), and no node pool "
+                                               "has NVIDIA GPUs; set optimizer.enabled: false")
+    _check_tpu_example(config, pools)
+    infer = chosen_pool(config, pools)
+    if config.inference.enabled and infer is not None and infer.vendor not in INFERENCE_IMAGES:
+        field = "inference.pool" if config.inference.pool else "inference.enabled"
+        served = ", ".join(catalog.VENDORS[v].display_name for v in INFERENCE_IMAGES)
+        raise ConfigError(field, f"the reference inference app has no image for "
+                                 f"{catalog.VENDORS[infer.vendor].display_name} accelerators (pool '{infer.name}'); "
+                                 f"choose a pool of {served} accelerators or set inference.enabled: false")
 
 
 def _check_pool_software(cloud: str, gpu_software: str, pools: list[NodePoolConfig]) -> None:

@@ -7,7 +7,7 @@ the parser, which itself consults the Kubernetes layer's planning rules (no impo
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import catalog, labels, versions
+from . import catalog, labels
 from .labels import Taint
 from .pools import GpuPool, Sharing
 
@@ -149,8 +149,9 @@ class InferenceConfig:
     """Minimum replicas."""
     max_replicas: int = 4
     """Maximum replicas for the autoscaler. Default: the larger of 4 and replicas."""
-    image: str = versions.INFERENCE_IMAGE.reference
-    """Container image of the app; give a digest (``repository:tag@sha256:...``) so the tag cannot move."""
+    image: Optional[str] = None
+    """Container image of the app; give a digest (``repository:tag@sha256:...``) so the tag cannot move. Default:
+    the app's image for the pool's accelerator vendor (`versions.INFERENCE_IMAGES`: CUDA, ROCm or Neuron)."""
     namespace: str = "inference"
     """Namespace of the inference service."""
     model_id: str = ""
@@ -264,6 +265,13 @@ class PlatformConfig:
     def gpu_pools(self) -> list[GpuPool]:
         """The `GpuPool` each node pool publishes (cloud layers may add cloud facts on top)."""
         return [gpu_pool(self, p) for p in self.node_pools]
+
+    @property
+    def runs_optimizer(self) -> bool:
+        """Whether the platform deploys the optimizer: enabled, with the platform's Prometheus to read from, and
+        NVIDIA pools to look after (its idleness signal is DCGM's GPU utilisation)."""
+        return (self.optimizer.enabled and self.monitoring.enabled
+                and any(catalog.vendor_of(p.gpu_model).key == catalog.NVIDIA for p in self.node_pools))
 
 
 def gpu_pool(config: PlatformConfig, pool: NodePoolConfig) -> GpuPool:

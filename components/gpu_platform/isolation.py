@@ -18,7 +18,7 @@ def network_policy_users(config: PlatformConfig) -> tuple[str, ...]:
         users.append("monitoring")
     if config.inference.enabled:
         users.append("inference")
-    if config.optimizer.enabled and config.monitoring.enabled:
+    if config.runs_optimizer:
         users.append("optimizer")
     return tuple(users)
 

@@ -234,9 +234,13 @@ def summary(plan: StackPlan) -> str:
     """The readable summary printed per stack."""
     rec = plan.recording
     custom = [r for r in rec if r.custom]
+    pools = plan.config.gpu_pools()
+    # The NVIDIA software choice means nothing on a cluster of other vendors' accelerators, which gets none.
+    software = (plan.config.gpu_software if any(p.vendor == "nvidia" for p in pools) or not pools
+                else "none (no NVIDIA pools)")
     lines = [
         f"stack {plan.stack} ({plan.config.cloud}{', ' + plan.config.region if plan.config.region else ''}, "
-        f"Kubernetes {plan.config.kubernetes_version}, GPU software {plan.config.gpu_software}): "
+        f"Kubernetes {plan.config.kubernetes_version}, GPU software {software}): "
         f"{len(rec)} resources, {len(custom)} custom, {len(plan.manifests)} Kubernetes objects",
         "  components:",
     ]
@@ -244,7 +248,7 @@ def summary(plan: StackPlan) -> str:
     lines.append("  GPU pools:")
     lines.append(f"    {'pool':<18} {'instance type':<28} {'GPU':<10} {'GPUs/node':>9} {'nodes':>8} "
                  f"{'max GPUs':>8} {'sharing':<16} rdma")
-    for pool in plan.config.gpu_pools():
+    for pool in pools:
         sharing = pool.sharing.mode + (f" x{pool.sharing.replicas}" if pool.sharing.shared else "") + (
             f" {pool.sharing.mig_profile}" if pool.sharing.mig_profile else "")
         lines.append(f"    {pool.name:<18} {pool.instance_type or '-':<28} {pool.gpu_model:<10} "

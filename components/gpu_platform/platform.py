@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from . import catalog
+from . import catalog, versions
 from .clouds.handle import ClusterHandle
 from .config import PlatformConfig, parse_config, strip_namespace
 from .errors import ConfigError
@@ -111,8 +111,45 @@ class GpuPlatform(pulumi.ComponentResource):
                 "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: neuron]
+        neuron_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.AWS_NEURON]
+        if neuron_specs:
+            from .kube.neuron import NeuronStack
+
+            # Neuron device plugin, scheduler extension, node problem detector and neuron-monitor; its
+            # ServiceMonitor needs kube-prometheus-stack's CRDs, so the stack waits for them.
+            self.layers["neuron"] = NeuronStack(f"{name}-neuron", {
+                "pools": neuron_specs,
+                "kubernetes_version": config.kubernetes_version,
+                "monitoring": monitoring is not None,
+                **({"service_monitor_labels": dict(monitoring.service_monitor_labels),
+                    "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),
+            }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: amd]
+        amd_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.AMD]
+        if amd_specs:
+            from .kube.amd import AmdGpuStack
+
+            # cert-manager, the AMD GPU Operator and a DeviceConfig per AMD pool. Its NFD only when the NVIDIA stack
+            # runs none (one NFD per cluster); the exporter's ServiceMonitor needs the Prometheus Operator CRDs.
+            amd_driver_image = self.cluster.outputs.get("amd_driver_image")
+            self.layers["amd"] = AmdGpuStack(f"{name}-amd", {
+                "cloud": config.cloud,
+                "pools": amd_specs,
+                "nfd_installed": bool(getattr(self.layers.get("nvidia"), "runs_nfd", False)),
+                "monitoring": monitoring is not None,
+                **({"driver_image": amd_driver_image} if amd_driver_image else {}),
+                **({"service_monitor_labels": dict(monitoring.service_monitor_labels),
+                    "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),
+            }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: tpu]
+        tpu_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.GOOGLE_TPU]
+        if tpu_specs:
+            from .kube.tpu import TpuJobSet
+
+            # GKE brings the TPU runtime, device plugin, taint and node labels; the platform adds the JobSet
+            # controller multi-host slices' workloads run under. No ServiceMonitor or dashboard: GKE exports TPU
+            # metrics to Cloud Monitoring, not to an in-cluster endpoint.
+            self.layers["tpu"] = TpuJobSet(f"{name}-tpu", {"pools": tpu_specs}, opts=self._k8s_opts())
         # [layer: rdma]
         if any(p.rdma_fabric for p in self.pools):
             from .kube.rdma import RdmaStack
@@ -165,8 +202,10 @@ class GpuPlatform(pulumi.ComponentResource):
         from .priorities import HIGH, INFERENCE_CRITICAL, MEDIUM
 
         train_pool, team = training_pool(self.pools), (config.teams[0] if config.teams else None)
+        # The reference job is PyTorch DDP on NVIDIA or AMD GPUs (a TPU slice's job is the TPU layer's; the
+        # configuration refuses training on Neuron pools).
         if (config.training.enabled and train_pool is not None and team is not None
-                and team.quota_of(train_pool.resource) > 0):
+                and train_pool.vendor in versions.TRAINING_IMAGES and team.quota_of(train_pool.resource) > 0):
             per_gpu = config.scheduling.per_gpu_priority_classes
             self.layers["training"] = TrainingWorkload(f"{name}-training", {
                 "pool": train_pool.spec(),
@@ -183,6 +222,22 @@ class GpuPlatform(pulumi.ComponentResource):
                 *kueue_ready, *self._priority_objects(workload_class_name(MEDIUM, train_pool, per_gpu),
                                                       workload_class_name(HIGH, train_pool, per_gpu)),
                 self.layers["tenancy"][team.name]]))
+        # [layer: tpu example]
+        # The reference training workload of a TPU slice: a JobSet on the first training-role TPU pool, in the first
+        # team with a google.com/tpu quota, through Kueue (after JobSet's release, Kueue and the team's namespace).
+        tpu_pool = next((p for p in self.pools if p.vendor == catalog.GOOGLE_TPU and p.role == "training"), None)
+        tpu_team = next((t for t in config.teams if tpu_pool is not None and t.quota_of(tpu_pool.resource) > 0), None)
+        if (config.training.enabled and "tpu" in self.layers and tpu_pool is not None and tpu_team is not None
+                and scheduling.release is not None):
+            from .kube.tpu import TpuSliceJob
+
+            tenancy = self.layers["tenancy"][tpu_team.name]
+            self.layers["tpu_example"] = TpuSliceJob(f"{name}-tpu-slice-job", {
+                "pool": tpu_pool.spec(),
+                "namespace": tpu_team.name,
+                "local_queue": tenancy.local_queue_name,
+                "tpu_quota": tpu_team.quota_of(tpu_pool.resource),
+            }, opts=self._k8s_opts(depends_on=[self.layers["tpu"].release, *kueue_ready, tenancy]))
         # [layer: workloads]
         from .kube.workloads import chosen_pool
 
@@ -210,12 +265,13 @@ class GpuPlatform(pulumi.ComponentResource):
             ), opts=self._k8s_opts(depends_on=after))
         # [layer: optimizer]
         monitoring = self.layers.get("monitoring")
-        if config.optimizer.enabled and monitoring is not None:
+        if config.runs_optimizer and monitoring is not None:
             from .kube.optimizer import GpuOptimizer
 
-            # Runs only with the platform's Prometheus: without it there is nothing to read utilisation from.
+            # Runs only with the platform's Prometheus (nothing to read utilisation from otherwise) and reads DCGM's
+            # utilisation, so it looks after the NVIDIA pools only (`PlatformConfig.runs_optimizer`).
             self.layers["optimizer"] = GpuOptimizer(f"{name}-optimizer", {
-                "pools": specs,
+                "pools": nvidia_specs,
                 "prometheus_url": monitoring.prometheus_url,
                 "prometheus_namespace": monitoring.namespace,
                 "action": config.optimizer.action,

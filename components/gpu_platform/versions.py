@@ -149,6 +149,13 @@ VPA_API_VERSION = "autoscaling.k8s.io/v1"
 TRAINING_IMAGE = pinned("nvcr.io/nvidia/pytorch", "26.06-py3")
 """NGC PyTorch container (PyTorch 2.13, CUDA, NCCL) the reference training job runs; the digest is the tag's
 multi-arch index (amd64 and arm64 nodes pull the same reference)."""
+ROCM_TRAINING_IMAGE = pinned("docker.io/rocm/pytorch", "rocm7.14_ubuntu24.04_py3.12_pytorch_release_2.11.0")
+"""AMD's ROCm PyTorch container (PyTorch 2.11, HIP, RCCL), what the reference training job runs on AMD Instinct
+pools: ``torch.cuda`` is HIP there and the ``nccl`` process-group backend is RCCL, so the same script runs. amd64 only
+(every Instinct shape the catalog holds is x86)."""
+TRAINING_IMAGES = {"nvidia": TRAINING_IMAGE, "amd": ROCM_TRAINING_IMAGE}
+"""The reference training job's image per accelerator vendor (`catalog.VENDORS` keys): PyTorch DDP over NCCL or
+RCCL. AWS Neuron (torch-neuronx over XLA) and Google TPUs (JAX/PyTorch-XLA slices) need other programs."""
 
 # EKS managed add-ons per Kubernetes minor (EKS add-on versions, `aws eks describe-addon-versions`).
 # kube-proxy and CoreDNS follow the Kubernetes minor, so every supported minor has its own row. vpc-cni must be
@@ -165,22 +172,70 @@ EKS_ADDONS: dict[str, dict[str, str]] = {
 }
 
 # --- AWS Neuron charts and images ---
+# Neuron Helm chart 1.10.0 (OCI chart public.ecr.aws/neuron/neuron-helm-chart, the install path of the Neuron docs
+# aws-neuron/aws-neuron-sdk@v2.32.0 deploy/eks/helm-chart.rst; chart digest
+# sha256:ed5d8f73b7a05d3a1edf17b2bfaf277ea995ad1c65b115fa8ba2c7b4dc649346): device plugin, scheduler extension
+# (neuron-scheduler) and node problem detector, Neuron images 2.32.0.0; also a DRA driver and an UltraServer operator,
+# both off by default. Values keys checked against the full `helm show values ... --version 1.10.0` output printed in
+# a public write-up (2026-09-11), not against the chart's source repository (aws-neuron/neuron-helm-charts: the
+# snapshots available here stop at 1.1.2) (tests/data/chart_keys/neuron-helm-chart-1.10.0.keys; its
+# neuronInstances list in neuron-helm-chart-1.10.0.instance-types).
+NEURON_HELM_CHART = Chart("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0")
+NEURON_MONITOR_IMAGE = pinned("public.ecr.aws/neuron/neuron-monitor", "1.3.0")
+"""neuron-monitor with its Prometheus exporter (port 8000), the DaemonSet of the Neuron docs (aws-neuron/aws-neuron-sdk
+@v2.32.0 src/k8/k8s-neuron-monitor-daemonset.yml; chart 1.10.0 has no monitor). No digest could be resolved offline
+(`NEURON_UNPINNED_IMAGES`)."""
+NEURON_UNPINNED_IMAGES: dict[str, str] = {} if NEURON_MONITOR_IMAGE.digest else {
+    NEURON_MONITOR_IMAGE.repository: "public ECR digest not resolved yet; scripts/refresh-image-digests.py resolves it"}
+"""Neuron images named without a digest, with the reason (to fold into `UNPINNED_IMAGES`)."""
 
 # --- AMD charts and images ---
+# AMD GPU Operator v1.5.1 (2026-07-22, newest release tag of ROCm/gpu-operator; chart name gpu-operator-charts,
+# chart version = tag, Helm repository https://rocm.github.io/gpu-operator per docs/installation/kubernetes-helm.md).
+# Values keys checked in ROCm/gpu-operator@v1.5.1:helm-charts-k8s/values.yaml
+# (tests/data/chart_keys/gpu-operator-charts-v1.5.1.keys); the DeviceConfig schema is that tag's
+# helm-charts-k8s/crds/deviceconfig-crd.yaml. The operator requires cert-manager (same install guide).
+AMD_GPU_OPERATOR = Chart("gpu-operator-charts", "v1.5.1", "https://rocm.github.io/gpu-operator")
+# cert-manager v1.21.1 (2026-07-29, newest stable tag of cert-manager/cert-manager; the jetstack chart's version is
+# the tag). Values keys checked in cert-manager/cert-manager@v1.21.1:deploy/charts/cert-manager/values.yaml
+# (tests/data/chart_keys/cert-manager-v1.21.1.keys).
+CERT_MANAGER = Chart("cert-manager", "v1.21.1", "https://charts.jetstack.io")
+AMD_API_VERSION = "amd.com/v1alpha1"
+"""API version of the AMD GPU Operator's DeviceConfig (the CRD's only served version at v1.5.1)."""
 
 # --- Google TPU charts and images ---
+# JobSet 0.12.0 (kubernetes-sigs/jobset tag v0.12.0, 2026-05-08; the newest release, v0.13.0-devel is a development
+# tag): the controller behind multi-host TPU workloads (one Job per slice, a pod per VM with stable hostnames; GKE's
+# TPU multi-host examples use it). OCI chart oci://registry.k8s.io/jobset/charts/jobset, chart version = tag without
+# the "v" (hack/helm-chart-package.sh, charts/jobset/README.md `helm install ... --version 0.12.0`); the packaged
+# chart's image is registry.k8s.io/jobset/jobset:v0.12.0 (left at the chart's default). It installs the
+# jobset.x-k8s.io/v1alpha2 CRD from its crds/ directory. Values keys checked in charts/jobset/values.yaml@v0.12.0
+# (tests/data/chart_keys/jobset-0.12.0.keys).
+JOBSET = Chart("oci://registry.k8s.io/jobset/charts/jobset", "0.12.0")
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+TPU_EXAMPLE_IMAGE = pinned("docker.io/library/python", "3.12-slim")
+"""The example multi-host TPU JobSet's image: a plain Python that installs ``jax[tpu]`` when it starts, as GKE's
+own TPU JobSet examples do (no JAX TPU image with a published digest could be found offline)."""
 
 INFERENCE_IMAGE = pinned("ghcr.io/gpu-platform/sentiment-inference", "0.1.0")
 """The reference inference app (examples/inference-app/Dockerfile, CUDA variant), built by this project."""
+ROCM_INFERENCE_IMAGE = pinned("ghcr.io/gpu-platform/sentiment-inference", "0.1.0-rocm")
+"""The same app, ROCm variant (examples/inference-app/Dockerfile with a ROCm wheel index): AMD Instinct pools."""
+NEURON_INFERENCE_IMAGE = pinned("ghcr.io/gpu-platform/sentiment-inference", "0.1.0-neuron")
+"""The same app on AWS's Neuron inference container (examples/inference-app/Dockerfile.neuron, ``DEVICE=neuron``):
+Inferentia2/Trainium pools."""
+INFERENCE_IMAGES = {"nvidia": INFERENCE_IMAGE, "amd": ROCM_INFERENCE_IMAGE, "aws-neuron": NEURON_INFERENCE_IMAGE}
+"""The reference inference app's image per accelerator vendor (`catalog.VENDORS` keys); there is no TPU variant."""
 
 # Images the platform builds itself (Dockerfile at the repository root: the library with its optimizer).
 PLATFORM_IMAGE = pinned("ghcr.io/gpu-platform/gpu-platform", "0.1.0")
 """The library with ``gpu-platform optimize`` (the optimizer CronJob), built by this project."""
 
-PINNED_IMAGES = (TRAINING_IMAGE, RDMA_SHARED_DEVICE_PLUGIN_IMAGE, CALICO_NODE_IMAGE, CALICO_KUBE_CONTROLLERS_IMAGE,
-                 INFERENCE_IMAGE, PLATFORM_IMAGE)
+PINNED_IMAGES = (TRAINING_IMAGE, ROCM_TRAINING_IMAGE, RDMA_SHARED_DEVICE_PLUGIN_IMAGE, CALICO_NODE_IMAGE,
+                 CALICO_KUBE_CONTROLLERS_IMAGE, NEURON_MONITOR_IMAGE, TPU_EXAMPLE_IMAGE, INFERENCE_IMAGE,
+                 ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE)
 """Every image whose tag names one manifest: ``scripts/refresh-image-digests.py`` resolves these."""
-PROJECT_BUILT_IMAGES = (INFERENCE_IMAGE, PLATFORM_IMAGE)
+PROJECT_BUILT_IMAGES = (INFERENCE_IMAGE, ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE)
 """Images this repository builds: their digest exists only once a release has pushed them (the release then runs
 ``scripts/refresh-image-digests.py --project-built`` and commits the digests)."""
 UNPINNED_IMAGES: dict[str, str] = {
@@ -189,6 +244,7 @@ UNPINNED_IMAGES: dict[str, str] = {
     DOCA_DRIVER_IMAGE.repository: "the Network Operator completes the tag per node pool (-<os><version>-<arch>, or "
                                   "the node's kernel for precompiled drivers); a digest would force one OS and "
                                   "architecture on every pool and turn the precompiled lookup off",
+    **NEURON_UNPINNED_IMAGES,
 }
 """Repositories the platform may name without a digest, with the reason. Every other image carries one (the test
 suite checks every reference stack's manifests)."""

@@ -312,6 +312,53 @@ def recording_groups(pools: Sequence[GpuPool], thresholds: Optional["AlertThresh
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Other vendors' accelerators: allocation against quota and capacity per extended resource. (Their device metrics
+# come from each vendor's exporter and dashboard: Neuron monitor, AMD's metrics exporter; the rules above read DCGM.)
+
+TEAM_ACCELERATOR_ALLOCATED = "team:accelerator_allocated:sum"
+TEAM_ACCELERATOR_QUOTA = "team:accelerator_quota:sum"
+POOL_ACCELERATOR_ALLOCATABLE = "pool:accelerator_allocatable:sum"
+POOL_ACCELERATOR_ALLOCATED = "pool:accelerator_allocated:sum"
+ACCELERATOR_RECORDS = (TEAM_ACCELERATOR_ALLOCATED, TEAM_ACCELERATOR_QUOTA, POOL_ACCELERATOR_ALLOCATABLE,
+                       POOL_ACCELERATOR_ALLOCATED)
+"""Each recorded once per resource, with a ``resource`` label holding the Kubernetes name
+(``aws.amazon.com/neuron``)."""
+
+
+def other_accelerator_resources(pools: Sequence[GpuPool]) -> list[str]:
+    """The extended resources of the pools' non-NVIDIA accelerators, in pool order (NVIDIA's have the GPU rules)."""
+    return list(dict.fromkeys(r for p in pools if p.resource != "nvidia.com/gpu" for r in p.resources))
+
+
+def ksm_resource(resource: str) -> str:
+    """A resource name as kube-state-metrics labels pod and node series (``aws.amazon.com/neuron`` ->
+    ``aws_amazon_com_neuron``); ``kube_resourcequota`` keeps the raw name."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
+
+
+def accelerator_recording_group(pools: Sequence[GpuPool]) -> RuleGroup:
+    """Per team and pool, the devices of each non-NVIDIA accelerator resource requested by live pods, the team's
+    quota of it and the pools' allocatable count: what the accelerator dashboard shows."""
+    team_join = f"* on (namespace) group_left (team) {NAMESPACE_TEAM_INFO}"
+    pool_join = f"* on (node) group_left (pool) {NODE_POOL_INFO}"
+    live = (f'* on (namespace, pod) group_left () max by (namespace, pod) '
+            f'({m.KSM_POD_PHASE}{{phase=~"Pending|Running"}} == 1)')
+    rules = []
+    for resource in other_accelerator_resources(pools):
+        ksm, tag = ksm_resource(resource), (("resource", resource),)
+        requested = f'{m.KSM_POD_REQUESTS}{{resource="{ksm}", node!=""}} {live}'
+        rules += [
+            RecordingRule(TEAM_ACCELERATOR_ALLOCATED, f"sum by (team) ({requested} {team_join})", tag),
+            RecordingRule(TEAM_ACCELERATOR_QUOTA, f'sum by (team) ({m.KSM_RESOURCE_QUOTA}{{resource="requests.'
+                                                  f'{resource}", type="hard"}} {team_join})', tag),
+            RecordingRule(POOL_ACCELERATOR_ALLOCATABLE,
+                          f'sum by (pool) ({m.KSM_NODE_ALLOCATABLE}{{resource="{ksm}"}} {pool_join})', tag),
+            RecordingRule(POOL_ACCELERATOR_ALLOCATED, f"sum by (pool) ({requested} {pool_join})", tag),
+        ]
+    return RuleGroup("gpu-platform.accelerators.rules", tuple(rules))
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Alerts
 
 RUNBOOK_PATH = "docs/runbooks.md"
@@ -450,4 +497,7 @@ class RuleSet:
 
 
 def rule_set(pools: Sequence[GpuPool], thresholds: AlertThresholds, runbook_base_url: str) -> RuleSet:
-    return RuleSet(recording_groups(pools, thresholds), alert_groups(thresholds, runbook_base_url))
+    recording = recording_groups(pools, thresholds)
+    if other_accelerator_resources(pools):
+        recording.append(accelerator_recording_group(pools))
+    return RuleSet(recording, alert_groups(thresholds, runbook_base_url))

@@ -11,6 +11,7 @@ from typing import Any, Optional
 from ..config_model import PlatformConfig
 from ..errors import ConfigError
 from ..pools import GpuPool, training_pool
+from ..versions import TRAINING_IMAGES
 from . import inference_objects, training_objects
 from .autoscaler_conflicts import autoscaler_conflicts
 from .vpa_objects import VpaTarget, vertical_pod_autoscaler
@@ -32,9 +33,11 @@ def inference_target(namespace: str, name: str = inference_objects.APP_NAME) -> 
 
 def training_namespace(config: PlatformConfig, pools: list[GpuPool]) -> Optional[str]:
     """The team namespace the training layer puts the reference job in, or None when it builds none (the same
-    conditions as the training layer: enabled, a training pool, a first team with a quota of its accelerator)."""
+    conditions as the training layer: enabled, a training pool of a vendor it has an image for, a first team with a
+    quota of its accelerator)."""
     team, pool = (config.teams[0] if config.teams else None), training_pool(pools)
-    if config.training.enabled and pool is not None and team is not None and team.quota_of(pool.resource) > 0:
+    if (config.training.enabled and pool is not None and team is not None and pool.vendor in TRAINING_IMAGES
+            and team.quota_of(pool.resource) > 0):
         return team.name
     return None
 

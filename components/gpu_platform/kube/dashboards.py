@@ -7,7 +7,7 @@ dashboard (panels and variables) with Grafana's variables substituted, for ``pro
 """
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -293,14 +293,40 @@ def inference_dashboard(default_namespace: str = "inference",
                      panels, variables)
 
 
+def accelerator_usage_dashboard(resources: list[str]) -> dict[str, Any]:
+    """Allocation of other vendors' accelerators (Neuron devices and cores, AMD GPUs, TPU chips) against team quotas
+    and pool capacity, one row per extended resource (`alerts.accelerator_recording_group`)."""
+    panels: list[dict] = []
+    for resource in resources:
+        only = f'resource="{resource}"'
+        panels += [
+            row(resource),
+            bar_gauge(f"{resource}: allocated / quota per team", [
+                target(f"{a.TEAM_ACCELERATOR_ALLOCATED}{{{only}}} / {a.TEAM_ACCELERATOR_QUOTA}{{{only}}}",
+                       "{{team}}")], unit="percentunit",
+                description=f"Share of each team's requests.{resource} ResourceQuota held by live pods."),
+            timeseries(f"{resource}: allocated vs allocatable per pool", [
+                target(f"{a.POOL_ACCELERATOR_ALLOCATED}{{{only}}}", "{{pool}} allocated"),
+                target(f"{a.POOL_ACCELERATOR_ALLOCATABLE}{{{only}}}", "{{pool}} allocatable")]),
+        ]
+    return dashboard("gpu-platform-accelerators", "Accelerator allocation",
+                     "Non-NVIDIA accelerators (AWS Neuron, AMD, Google TPU) requested against team quotas and pool "
+                     "capacity; their device metrics are on each vendor's dashboard.", panels, [])
+
+
 def all_dashboards(inference_namespace: str = "inference",
-                   thresholds: a.AlertThresholds = DEFAULT_THRESHOLDS) -> dict[str, dict[str, Any]]:
-    """Every dashboard by its short name (the ConfigMap suffix and JSON file name)."""
-    return {
+                   thresholds: a.AlertThresholds = DEFAULT_THRESHOLDS,
+                   accelerator_resources: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Every dashboard by its short name (the ConfigMap suffix and JSON file name); the accelerator allocation
+    dashboard only where pools advertise ``accelerator_resources`` (non-NVIDIA extended resources)."""
+    result = {
         "gpu-cluster-overview": cluster_overview_dashboard(),
         "gpu-team-usage": team_usage_dashboard(thresholds),
         "gpu-inference-service": inference_dashboard(inference_namespace, thresholds),
     }
+    if accelerator_resources:
+        result["accelerator-usage"] = accelerator_usage_dashboard(list(accelerator_resources))
+    return result
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -39,6 +39,9 @@ from .common import metadata
 
 HAMI_MEMORY_RESOURCE = "nvidia.com/gpumem"
 """HAMi's per-pod GPU memory share, MiB."""
+DEVICES = {catalog.NVIDIA: "cuda", catalog.AMD: "cuda", catalog.AWS_NEURON: "neuron"}
+"""The app's ``DEVICE`` per accelerator vendor: PyTorch presents AMD GPUs (ROCm/HIP) as ``cuda`` devices; Neuron
+devices take the app's compiled path (examples/inference-app/sentiment/neuron.py)."""
 APP_NAME = "sentiment"
 HTTP_PORT = 8080
 SERVICE_PORT = 80
@@ -182,8 +185,9 @@ def env(spec: InferenceSpec) -> list[dict[str, str]]:
         model = [{"name": "MODEL_PATH", "value": IMAGE_MODEL_PATH}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
     cache = MODEL_CACHE_PATH if spec.model_cache_size else f"{TMP_PATH}/hf"
     values = {
-        # cuda, not auto: a GPU pod that silently served from CPU would look healthy and be 20x slower.
-        "DEVICE": "cuda",
+        # cuda (or neuron), not auto: a GPU pod that silently served from CPU would look healthy and be 20x slower.
+        # A user's own image on another vendor's pool (a TPU) picks its device itself.
+        "DEVICE": DEVICES.get(spec.pool.vendor, "auto"),
         "PORT": str(HTTP_PORT),
         "MAX_BATCH_SIZE": str(spec.max_batch_size),
         "MAX_WAIT_MS": f"{spec.max_wait_ms:g}",

@@ -172,8 +172,19 @@ def topology(cloud: str) -> dict:
 
 
 def flavor_node_labels(pool: GpuPool) -> dict[str, str]:
-    """Labels that select exactly this pool's nodes (the pool label) plus the GPU model."""
-    return {**pool.selector, labels.ACCELERATOR_LABEL: pool.gpu_model}
+    """Labels that select exactly this pool's nodes (the pool label) plus the GPU model; a TPU pool's also carry the
+    TPU type and slice topology GKE labels its nodes with (`tpu_flavor_labels`)."""
+    return {**pool.selector, labels.ACCELERATOR_LABEL: pool.gpu_model, **tpu_flavor_labels(pool)}
+
+
+def tpu_flavor_labels(pool: GpuPool) -> dict[str, str]:
+    """``cloud.google.com/gke-tpu-accelerator`` and ``-topology`` of a GKE TPU pool (the pool carries the values GKE
+    sets on its nodes): Kueue injects them as nodeSelectors, so an admitted pod lands on a slice of the TPU type and
+    topology it was sized for, as GKE's TPU workloads select (GKE "Plan TPUs in GKE"). Empty for other pools."""
+    if pool.vendor != catalog.GOOGLE_TPU:
+        return {}
+    keys = (catalog.GKE_TPU_ACCELERATOR_LABEL, catalog.GKE_TPU_TOPOLOGY_LABEL)
+    return {key: value for key, value in pool.labels.items() if key in keys}
 
 
 def resource_flavor(plan: FlavorPlan) -> dict:

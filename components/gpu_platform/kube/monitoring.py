@@ -147,7 +147,7 @@ def prometheus_clients(config: PlatformConfig, pools: list[GpuPoolSpec]) -> list
     from .autoscaling_plan import inference_pool_of
 
     clients = []
-    if config.optimizer.enabled:
+    if config.runs_optimizer:
         clients.append(OPTIMIZER_NAMESPACE)
     if config.inference.autoscaler == "keda" and inference_pool_of(config, pools_of(pools)) is not None:
         # KEDA's operator evaluates the ScaledObject's prometheus trigger against this Prometheus.
@@ -360,8 +360,8 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.dashboards = [
             k8s.core.v1.ConfigMap(f"{name}-{slug}-dashboard", **dashboard_configmap_body(slug, ns, body),
                                   opts=in_namespace)
-            for slug, body in dashboards.all_dashboards(args.get("inference_namespace") or "inference",
-                                                        thresholds).items()
+            for slug, body in dashboards.all_dashboards(args.get("inference_namespace") or "inference", thresholds,
+                                                        rules.other_accelerator_resources(pools)).items()
         ]
         self.register_outputs({
             "namespace": ns, "prometheus_url": self.prometheus_url, "alertmanager_url": self.alertmanager_url,

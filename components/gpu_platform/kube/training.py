@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import versions
+from .. import catalog, versions
 from ..component_args import CRON, DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, at_least
 from ..errors import one_of
 from ..pools import GpuPool, GpuPoolSpec
@@ -30,7 +30,8 @@ class TrainingWorkloadArgs(TypedDict, total=False):
     topology_level: Optional[str]
     """Node label of the topology level to pack the ranks into, when the pool's flavor is topology-aware."""
     image: str
-    """Container image with PyTorch. Default: `versions.TRAINING_IMAGE`."""
+    """Container image with PyTorch and ``torchrun``. Default: the pool's vendor's in `versions.TRAINING_IMAGES`
+    (NGC PyTorch on NVIDIA pools, ROCm PyTorch on AMD pools)."""
     job_priority_class: str
     """PriorityClass / WorkloadPriorityClass of the one-off Job. Default: ``medium-priority``."""
     retrain_priority_class: str
@@ -60,6 +61,11 @@ def checked_args(name: str, args: TrainingWorkloadArgs) -> dict:
     """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
     checker = Args("TrainingWorkload", name)
     checked = checker.check(args, TrainingWorkloadArgs, RULES)
+    vendor = catalog.vendor_of(checked["pool"].get("gpu_model", ""))
+    if vendor.key not in versions.TRAINING_IMAGES:
+        # The program is PyTorch DDP over NCCL/RCCL: on Neuron or TPU devices it would run on the CPU, if at all.
+        checker.fail("pool", f"the reference training job runs PyTorch DDP on NVIDIA or AMD GPUs; pool "
+                             f"'{checked['pool'].get('name')}' has {vendor.display_name} accelerators")
     if "gpu_quota" not in checked:
         # The job is sized to the quota: without one there is nothing to size it to.
         checker.fail("gpu_quota", "is required (the job is sized to fit the team's GPU quota)")
@@ -94,7 +100,8 @@ class TrainingWorkload(pulumi.ComponentResource):
         assert sizing is not None  # gpu_quota >= 1 was checked
         plan = training_objects.TrainingPlan(
             namespace=args["namespace"], pool=pool, nodes=sizing[0], gpus_per_pod=sizing[1],
-            image=args.get("image", versions.TRAINING_IMAGE.reference), local_queue=args.get("local_queue"),
+            image=args.get("image", versions.TRAINING_IMAGES[pool.vendor].reference),
+            local_queue=args.get("local_queue"),
             topology_level=args.get("topology_level"),
             job_priority_class=args.get("job_priority_class", MEDIUM.name),
             retrain_priority_class=args.get("retrain_priority_class", HIGH.name),

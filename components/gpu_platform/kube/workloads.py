@@ -25,6 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
+from .. import catalog, versions
 from .. import config as stack_config
 from ..component_args import (
     CPU_QUANTITY,
@@ -55,7 +56,8 @@ class InferenceServiceArgs(TypedDict, total=False):
     name: str
     """Name of the Deployment, Service and every other object. Default ``sentiment``."""
     image: str
-    """Container image of the app. Default `versions.INFERENCE_IMAGE`."""
+    """Container image of the app. Default: the app's image for the pool's accelerator vendor
+    (`versions.INFERENCE_IMAGES`: CUDA on NVIDIA pools, ROCm on AMD pools, Neuron on Inferentia/Trainium pools)."""
     model_id: str
     """Hugging Face model id to download at start. Default: the model baked into the image (offline)."""
     min_replicas: int
@@ -144,6 +146,10 @@ def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
     refuse_unless(checker, checked, "cpu_utilization", checked.get("autoscaler") != "none", "with an autoscaler")
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("service_monitor")),
                   "with service_monitor: true")
+    vendor = catalog.vendor_of(checked["pool"].get("gpu_model", ""))
+    if vendor.key not in versions.INFERENCE_IMAGES and "image" not in checked:
+        checker.fail("pool", f"the app has no image for {vendor.display_name} accelerators (pool "
+                             f"'{checked['pool'].get('name')}'); give image, one built for them")
     return checked
 
 
@@ -154,7 +160,9 @@ def spec_from_args(args: InferenceServiceArgs, name: str = "inference") -> objec
     if "max_replicas" not in given:
         # The default maximum never falls below the minimum.
         given["max_replicas"] = max(objects.InferenceSpec.max_replicas, given.get("min_replicas", 1))
-    return objects.InferenceSpec(pool=GpuPool.from_spec(checked["pool"]), **given)
+    pool = GpuPool.from_spec(checked["pool"])
+    given.setdefault("image", versions.INFERENCE_IMAGES[pool.vendor].reference)
+    return objects.InferenceSpec(pool=pool, **given)
 
 
 def chosen_pool(config: PlatformConfig, pools: list[GpuPool]) -> Optional[GpuPool]:
@@ -173,7 +181,7 @@ def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Option
     inference = config.inference
     monitored = prometheus_url is not None
     args = InferenceServiceArgs(
-        pool=pool.spec(), namespace=inference.namespace, image=inference.image, model_id=inference.model_id,
+        pool=pool.spec(), namespace=inference.namespace, model_id=inference.model_id,
         min_replicas=inference.replicas, max_replicas=inference.max_replicas,
         autoscaler="hpa" if inference.autoscaler == "keda" and not monitored else inference.autoscaler,
         prometheus_url=prometheus_url, ingress_host=inference.ingress_host,
@@ -181,6 +189,8 @@ def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Option
         monitoring_namespace=monitoring_namespace, service_monitor=monitored,
         service_monitor_labels=dict(service_monitor_labels or {}),
     )
+    if inference.image is not None:
+        args["image"] = inference.image
     if inference.target_queue_depth is not None:
         args["target_queue_depth"] = inference.target_queue_depth
     return args

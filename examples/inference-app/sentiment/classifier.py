@@ -22,6 +22,8 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 
 def pick_device(requested: str) -> torch.device:
+    """Where tensors live: CUDA (NVIDIA, or AMD through ROCm's HIP), else the host (CPU, and Neuron, whose runtime
+    copies inputs to the NeuronCores itself)."""
     if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
         return torch.device("cuda")
     return torch.device("cpu")
@@ -37,7 +39,9 @@ class Classifier:
     """Loads the model once; `predict` classifies a batch of texts in one forward pass."""
 
     def __init__(self, source: str, device: str = "auto", dtype: str = "auto", max_length: int = 256,
-                 threads: int = 0):
+                 threads: int = 0, neuron_trace=None):
+        """``device``: ``auto``, ``cpu``, ``cuda`` or ``neuron`` (compiled for NeuronCores by ``torch_neuronx``;
+        ``neuron_trace`` replaces ``torch_neuronx.trace``, for tests)."""
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
@@ -45,19 +49,29 @@ class Classifier:
         if threads:
             torch.set_num_threads(threads)
         local = os.path.isdir(source)
-        self.device = pick_device(device)
-        self.dtype = pick_dtype(dtype, self.device)
+        neuron = device == "neuron"
+        self.device = pick_device("cpu" if neuron else device)
+        # Neuron compiles float32 graphs and casts to bf16 itself (the compiler's auto-cast) when asked to.
+        self.dtype = torch.float32 if neuron else pick_dtype(dtype, self.device)
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local)
         model = AutoModelForSequenceClassification.from_pretrained(source, local_files_only=local, dtype=self.dtype)
-        self.model = model.to(self.device).eval()
-        self.labels = [self.model.config.id2label[i] for i in range(self.model.config.num_labels)]
-        accepted = inspect.signature(self.model.forward).parameters
+        model = model.to(self.device).eval()
+        self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+        accepted = inspect.signature(model.forward).parameters
         self._wants_type_ids = "token_type_ids" in accepted
+        if neuron:
+            from .neuron import NeuronModel
+
+            names = ("input_ids", "attention_mask", *(("token_type_ids",) if self._wants_type_ids else ()))
+            self.model = NeuronModel(model, names, neuron_trace)
+        else:
+            self.model = model
         self._tokenizer = tokenizer.backend_tokenizer
         self._tokenizer.enable_truncation(max_length)
-        # Multiples of 8 keep tensor-core shapes on GPU; on CPU padding is pure cost.
+        # Multiples of 8 keep tensor-core shapes on GPU; on CPU padding is pure cost; a Neuron graph has one shape.
         self._tokenizer.enable_padding(pad_id=tokenizer.pad_token_id, pad_token=tokenizer.pad_token,
-                                       pad_to_multiple_of=8 if self.device.type == "cuda" else None)
+                                       pad_to_multiple_of=8 if self.device.type == "cuda" else None,
+                                       length=max_length if neuron else None)
 
     def encode(self, texts: list[str]) -> dict[str, torch.Tensor]:
         encodings = self._tokenizer.encode_batch(texts)
@@ -76,6 +90,12 @@ class Classifier:
         return [Prediction(self.labels[i], s) for i, s in zip(indices.tolist(), scores.tolist(), strict=True)]
 
     def warm_up(self, batch_size: int) -> None:
-        """First calls pay for allocator growth and kernel selection; pay them before /readyz says yes."""
-        for size in sorted({1, max(1, batch_size // 2), batch_size}):
+        """First calls pay for allocator growth and kernel selection (on Neuron: the compilation of every batch
+        bucket a batch of up to ``batch_size`` can fall in); pay them before /readyz says yes."""
+        sizes = {1, max(1, batch_size // 2), batch_size}
+        if hasattr(self.model, "compiled_shapes"):
+            from .neuron import bucket
+
+            sizes = {1 << i for i in range(bucket(batch_size).bit_length())}
+        for size in sorted(sizes):
             self.predict(["warm-up text for the sentiment model"] * size)

@@ -9,6 +9,9 @@ class SettingsError(ValueError):
     """An environment variable with a value the service cannot use."""
 
 
+DEVICES = ("auto", "cpu", "cuda", "neuron")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Environment variable = field name upper-cased (``MAX_BATCH_SIZE``)."""
@@ -18,7 +21,8 @@ class Settings:
     model_id: str = ""
     """Hugging Face model id, used when ``model_path`` is empty (the cluster must be allowed to download)."""
     device: str = "auto"
-    """``auto`` (CUDA when present), ``cpu`` or ``cuda``."""
+    """``auto`` (CUDA when present), ``cpu``, ``cuda`` (NVIDIA, or AMD with the ROCm image) or ``neuron`` (AWS
+    Inferentia/Trainium with the Neuron image: the model compiled per batch bucket, see ``neuron.py``)."""
     dtype: str = "auto"
     """``auto`` (float16 on CUDA, float32 on CPU), ``float32``, ``float16`` or ``bfloat16``."""
     host: str = "0.0.0.0"
@@ -72,8 +76,8 @@ def from_env(env: Optional[dict] = None) -> Settings:
     settings = Settings(**values)
     if not settings.model_source:
         raise SettingsError("MODEL_PATH or MODEL_ID must be set")
-    if settings.device not in ("auto", "cpu", "cuda"):
-        raise SettingsError(f"DEVICE: expected auto, cpu or cuda, got {settings.device!r}")
+    if settings.device not in DEVICES:
+        raise SettingsError(f"DEVICE: expected auto, cpu, cuda or neuron, got {settings.device!r}")
     if settings.dtype not in ("auto", "float32", "float16", "bfloat16"):
         raise SettingsError(f"DTYPE: expected auto, float32, float16 or bfloat16, got {settings.dtype!r}")
     if settings.model_worker not in ("process", "thread"):

@@ -28,13 +28,13 @@ from . import nodes as aws_nodes
 from .efa import efa_self_rules
 from .kubeconfig import eks_kubeconfig
 from .options import (
-    AL2023_NVIDIA,
     CAPACITY_BLOCK,
     ON_DEMAND,
     SPOT,
     SYSTEM_AMI_TYPE,
     AwsPoolOptions,
     capacity_problem,
+    default_ami_type,
     default_disk_size,
 )
 from .options import pool_args as options_pool_args
@@ -78,7 +78,8 @@ class EksGpuNodePoolArgs(TypedDict, total=False):
     """EKS cluster security group; EFA interfaces carry it explicitly because EKS adds none once a launch
     template names interfaces (set by `EksCluster` for its own pools)."""
     ami_type: str
-    """``AL2023_x86_64_NVIDIA`` (default) or ``BOTTLEROCKET_x86_64_NVIDIA``."""
+    """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_x86_64_NEURON``
+    (default and only choice) on Neuron pools."""
     capacity_reservation_id: Optional[str]
     """On-Demand Capacity Reservation or Capacity Block (``cr-...``) targeted by the launch template."""
     capacity_block: bool
@@ -99,10 +100,11 @@ def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
     reservation = args.get("capacity_reservation_id")
     capacity_block = bool(args.get("capacity_block", False))
     placement = bool(args.get("placement_group", bool(pool.rdma_fabric) and reservation is None))
-    ami_type = args.get("ami_type", AL2023_NVIDIA)
+    ami_type = args.get("ami_type", default_ami_type(pool.vendor))
     problem = capacity_problem(spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
                                ami_type=ami_type, reservation=reservation, capacity_block=capacity_block,
-                               placement=placement, placement_given="placement_group" in args, spell=lambda k: k)
+                               placement=placement, placement_given="placement_group" in args, spell=lambda k: k,
+                               vendor=pool.vendor)
     if problem is not None:
         raise ConfigError(problem[0], problem[1], f"pool {pool.name}")
     return AwsPoolOptions(

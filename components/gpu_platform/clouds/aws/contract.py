@@ -77,7 +77,7 @@ def _zones(value: list[str]) -> Optional[str]:
 def pool_rules(prefix: str = "") -> dict[str, Rule]:
     """Rules of `EksGpuNodePoolArgs` keys, under ``prefix`` (``gpu_pools[].`` inside `EksClusterArgs`)."""
     return {
-        f"{prefix}ami_type": choice(*options.GPU_AMI_TYPES),
+        f"{prefix}ami_type": choice(*options.ACCELERATOR_AMI_TYPES),
         f"{prefix}capacity_reservation_id": RESERVATION_ID,
         f"{prefix}disk_size_gib": at_least(options.MIN_DISK_GIB),
         f"{prefix}desired_nodes": at_least(0),
@@ -124,9 +124,10 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str) -> GpuPo
                                              f"max_nodes ({pool.max_nodes}), got {args['desired_nodes']}")
     problem = options.capacity_problem(
         spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
-        ami_type=args.get("ami_type", options.AL2023_NVIDIA), reservation=args.get("capacity_reservation_id"),
-        capacity_block=bool(args.get("capacity_block", False)), placement=bool(args.get("placement_group", False)),
-        placement_given="placement_group" in args, spell=lambda key: key)
+        ami_type=args.get("ami_type", options.default_ami_type(pool.vendor)),
+        reservation=args.get("capacity_reservation_id"), capacity_block=bool(args.get("capacity_block", False)),
+        placement=bool(args.get("placement_group", False)), placement_given="placement_group" in args,
+        spell=lambda key: key, vendor=pool.vendor)
     if problem is not None:
         checker.fail(f"{path}{problem[0]}", problem[1])
     return pool
@@ -236,7 +237,7 @@ KARPENTER_RULES: dict[str, Rule] = {
     "system_nodes": at_least(1),
     "consolidate_after_minutes": at_least(1),
     "node_pools[].nodes": at_least(1),
-    "node_pools[].ami_type": choice(*options.GPU_AMI_TYPES),
+    "node_pools[].ami_type": choice(*options.ACCELERATOR_AMI_TYPES),
     "node_pools[].capacity_type": choice(options.ON_DEMAND, options.SPOT, options.CAPACITY_BLOCK),
     "node_pools[].capacity_reservation_id": RESERVATION_ID,
     "node_pools[].disk_size_gib": at_least(options.MIN_DISK_GIB),
@@ -265,9 +266,10 @@ def karpenter_args(name: str, args: Any, schema: type) -> dict[str, Any]:
             checker.fail(f"{path}.capacity_type", f"'{capacity}' disagrees with the pool's spot: {pool.spot}")
         problem = options.capacity_problem(
             spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
-            ami_type=entry.get("ami_type", options.AL2023_NVIDIA), reservation=entry.get("capacity_reservation_id"),
-            capacity_block=capacity == options.CAPACITY_BLOCK, placement=bool(entry.get("placement_group", False)),
-            placement_given="placement_group" in entry, spell=lambda key: key)
+            ami_type=entry.get("ami_type", options.default_ami_type(pool.vendor)),
+            reservation=entry.get("capacity_reservation_id"), capacity_block=capacity == options.CAPACITY_BLOCK,
+            placement=bool(entry.get("placement_group", False)), placement_given="placement_group" in entry,
+            spell=lambda key: key, vendor=pool.vendor)
         if problem is not None:
             key = "capacity_type" if problem[0] == "capacity_block" else problem[0]
             checker.fail(f"{path}.{key}", problem[1])

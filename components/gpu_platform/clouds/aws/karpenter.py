@@ -29,6 +29,7 @@ from . import contract
 from . import iam as aws_iam
 from . import karpenter_objects as objects
 from .efa import efa_self_rules
+from .options import default_ami_type
 from .security import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 
 
@@ -40,7 +41,8 @@ class KarpenterPoolArgs(TypedDict, total=False):
     nodes: int
     """Nodes Karpenter may run for the pool (``maxNodes - minNodes`` when a node group keeps the minimum)."""
     ami_type: str
-    """``AL2023_x86_64_NVIDIA`` (default) or ``BOTTLEROCKET_x86_64_NVIDIA``: picks the AMI alias."""
+    """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``, ``AL2023_x86_64_NEURON``
+    (Neuron default): picks the AMI alias."""
     capacity_type: str
     """EKS capacity type of the pool: ``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK``."""
     capacity_reservation_id: Optional[str]
@@ -189,7 +191,7 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
         pool = GpuPool.from_spec(pool_args["pool"])
         kp = objects.KarpenterPool(
             pool=pool, nodes=int(pool_args.get("nodes", pool.max_nodes)),
-            ami_type=pool_args.get("ami_type", "AL2023_x86_64_NVIDIA"),
+            ami_type=pool_args.get("ami_type", default_ami_type(pool.vendor)),
             capacity_type=pool_args.get("capacity_type", "ON_DEMAND"),
             capacity_reservation_id=pool_args.get("capacity_reservation_id"),
             disk_size_gib=int(pool_args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200)),

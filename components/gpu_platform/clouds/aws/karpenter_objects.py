@@ -35,6 +35,10 @@ INTERFACE, EFA_ONLY = "interface", "efa-only"
 """EC2NodeClass ``networkInterfaces[].interfaceType`` values (CRD enum)."""
 AMI_ALIASES = {BOTTLEROCKET_NVIDIA: "bottlerocket@latest"}
 DEFAULT_AMI_ALIAS = "al2023@latest"
+"""AL2023 on NVIDIA and Neuron pools alike: the alias resolves the standard, nvidia and neuron x86_64 AMIs and gives
+the neuron one to instance types with ``karpenter.k8s.aws/instance-accelerator-count`` (inf2, trn1, trn2), the
+nvidia one to those with a GPU count (aws/karpenter-provider-aws@v1.14.1:pkg/providers/amifamily/al2023.go,
+types.go ``Variant.Requirements``), so ``AL2023_x86_64_NEURON`` pools need no alias of their own."""
 # Bottlerocket keeps the OS on /dev/xvda and images on /dev/xvdb; overriding the mappings replaces Karpenter's
 # defaults, so the OS volume is restated at Karpenter's default size.
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "4Gi", "volumeType": "gp3",
@@ -87,7 +91,8 @@ class KarpenterPool:
     nodes: int
     """Nodes Karpenter may run for the pool (the NodePool's GPU limit is this many nodes' GPUs)."""
     ami_type: str
-    """The pool's EKS AMI type (``AL2023_x86_64_NVIDIA`` / ``BOTTLEROCKET_x86_64_NVIDIA``)."""
+    """The pool's EKS AMI type (``AL2023_x86_64_NVIDIA`` / ``BOTTLEROCKET_x86_64_NVIDIA`` /
+    ``AL2023_x86_64_NEURON``)."""
     capacity_type: str
     """The pool's EKS capacity type (``ON_DEMAND``, ``SPOT``, ``CAPACITY_BLOCK``)."""
     capacity_reservation_id: Optional[str]

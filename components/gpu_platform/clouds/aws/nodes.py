@@ -7,7 +7,7 @@ from typing import Any, Optional
 from ... import catalog, labels
 from ...pools import GpuPool
 from .efa import efa_network_interfaces
-from .options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
+from .options import AL2023_NEURON, BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
 from .security import LAUNCH_TEMPLATE_METADATA_OPTIONS
 
 CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
@@ -16,7 +16,8 @@ CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
 # Bottlerocket's NVIDIA variants put the OS on /dev/xvda and containers on the data volume /dev/xvdb;
 # AL2023 keeps everything on its root volume.
 AL2023_ROOT_DEVICE = "/dev/xvda"
-IMAGE_VOLUME_DEVICE = {"AL2023_x86_64_NVIDIA": AL2023_ROOT_DEVICE, BOTTLEROCKET_NVIDIA: "/dev/xvdb"}
+IMAGE_VOLUME_DEVICE = {"AL2023_x86_64_NVIDIA": AL2023_ROOT_DEVICE, BOTTLEROCKET_NVIDIA: "/dev/xvdb",
+                       AL2023_NEURON: AL2023_ROOT_DEVICE}
 SYSTEM_DISK_GIB = 50
 """Root volume of a system node (AL2023 standard AMI, ``/dev/xvda``): images of the platform's controllers."""
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ... import control_plane, versions
+from ... import catalog, control_plane, versions
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 
@@ -43,6 +43,14 @@ AL2023_NVIDIA = "AL2023_x86_64_NVIDIA"
 BOTTLEROCKET_NVIDIA = "BOTTLEROCKET_x86_64_NVIDIA"
 GPU_AMI_TYPES = (AL2023_NVIDIA, BOTTLEROCKET_NVIDIA)
 """EKS managed-node-group AMI types with the NVIDIA driver for the x86_64 GPU shapes of the catalog."""
+AL2023_NEURON = "AL2023_x86_64_NEURON"
+"""EKS AMI type with the AWS Neuron driver and runtime for Inferentia/Trainium (EKS API Nodegroup amiType; AWS CDK
+``NodegroupAmiType.AL2023_X86_64_NEURON`` "Amazon Linux 2023 with AWS Neuron drivers (x86-64)")."""
+AMI_TYPES_BY_VENDOR: dict[str, tuple[str, ...]] = {catalog.NVIDIA: GPU_AMI_TYPES, catalog.AWS_NEURON: (AL2023_NEURON,)}
+"""The AMI types a pool may use, by its accelerator vendor (the first is the default): an AMI carries one vendor's
+driver, so a pool on another vendor's AMI would boot without its devices."""
+ACCELERATOR_AMI_TYPES = tuple(t for types in AMI_TYPES_BY_VENDOR.values() for t in types)
+"""Every accelerator AMI type the AWS layer accepts."""
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 
 ON_DEMAND, SPOT, CAPACITY_BLOCK = "ON_DEMAND", "SPOT", "CAPACITY_BLOCK"
@@ -100,7 +108,8 @@ class AwsPoolOptions:
     """An EKS GPU node group's own settings."""
 
     ami_type: str = AL2023_NVIDIA
-    """``AL2023_x86_64_NVIDIA`` (default) or ``BOTTLEROCKET_x86_64_NVIDIA``."""
+    """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_x86_64_NEURON`` on
+    Neuron pools (`AMI_TYPES_BY_VENDOR`)."""
     capacity_type: str = ON_DEMAND
     """``ON_DEMAND``, ``SPOT`` or ``CAPACITY_BLOCK`` (derived from ``spot`` and ``capacityBlock``)."""
     capacity_reservation_id: Optional[str] = None
@@ -142,11 +151,29 @@ def _read_cidr(value: Any, path: str, min_prefix: int = 0, max_prefix: int = 32)
     return str(network)
 
 
+def default_ami_type(vendor: str) -> str:
+    """The AMI type of a pool whose ``amiType`` is not given: AL2023 with its vendor's driver."""
+    return AMI_TYPES_BY_VENDOR.get(vendor, GPU_AMI_TYPES)[0]
+
+
+def ami_problem(vendor: str, ami_type: str) -> Optional[str]:
+    """Why ``ami_type`` cannot boot a pool of ``vendor``'s accelerators, or None."""
+    allowed = AMI_TYPES_BY_VENDOR.get(vendor, GPU_AMI_TYPES)
+    if ami_type in allowed:
+        return None
+    name = catalog.VENDORS[vendor].display_name if vendor in catalog.VENDORS else vendor
+    return f"{ami_type} has no {name} driver; use {' or '.join(allowed)}"
+
+
 def capacity_problem(*, spot: bool, rdma: bool, sharing_mode: str, ami_type: str, reservation: Optional[str],
                      capacity_block: bool, placement: bool, placement_given: bool,
-                     spell: Callable[[str], str]) -> Optional[tuple[str, str]]:
+                     spell: Callable[[str], str], vendor: str = catalog.NVIDIA) -> Optional[tuple[str, str]]:
     """``(key, problem)`` of the first AWS capacity rule a pool breaks, or None. One rule set for the stack file
-    (``spell`` = camelCase) and the components (``spell`` = identity): keys are snake_case, spelled by ``spell``."""
+    (``spell`` = camelCase) and the components (``spell`` = identity): keys are snake_case, spelled by ``spell``.
+    ``vendor``: the pool's accelerator vendor, whose driver the AMI type must carry."""
+    wrong_ami = ami_problem(vendor, ami_type)
+    if wrong_ami is not None:
+        return spell("ami_type"), wrong_ami
     if ami_type == BOTTLEROCKET_NVIDIA and sharing_mode != "exclusive":
         # Bottlerocket runs its own NVIDIA device plugin; the platform's sharing configs never reach it.
         return spell("ami_type"), (f"{sharing_mode} sharing needs the platform's device plugin, which Bottlerocket "
@@ -178,13 +205,18 @@ def _camel(key: str) -> str:
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoolOptions:
     """A pool's AWS keys; rules that need the cluster's keys (VPC, zones) live in `parse_cluster_options`."""
-    ami_type = read_enum(raw, "amiType", path, GPU_AMI_TYPES, AL2023_NVIDIA)
+    vendor = catalog.vendor_of(pool.gpu_model).key
+    # Another vendor's AMI type is refused by `capacity_problem` with the reason; anything else by the enum.
+    ami_type = raw.get("amiType")
+    if ami_type not in ACCELERATOR_AMI_TYPES:
+        allowed = AMI_TYPES_BY_VENDOR.get(vendor, GPU_AMI_TYPES)
+        ami_type = read_enum(raw, "amiType", path, allowed, allowed[0])
     reservation = read_str(raw, "capacityReservationId", path, None)
     capacity_block = read_bool(raw, "capacityBlock", path, False)
     placement = read_bool(raw, "placementGroup", path, pool.rdma and reservation is None)
     problem = capacity_problem(spot=pool.spot, rdma=pool.rdma, sharing_mode=pool.sharing.mode, ami_type=ami_type,
                                reservation=reservation, capacity_block=capacity_block, placement=placement,
-                               placement_given="placementGroup" in raw, spell=_camel)
+                               placement_given="placementGroup" in raw, spell=_camel, vendor=vendor)
     if problem is not None:
         raise ConfigError(join(path, problem[0]), problem[1])
     capacity_type = CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND

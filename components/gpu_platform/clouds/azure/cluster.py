@@ -57,12 +57,13 @@ from .kubeconfig import USER_CREDENTIALS_FORMAT, decode_kubeconfig, non_interact
 from .names import agent_pool_name, dns_prefix, key_vault_name
 from .options import INFINIBAND_FEATURE, AzureClusterOptions, pool_args
 from .specs import (
-    GPU_DRIVER_INSTALL,
+    GPU_DRIVER_NONE,
     aad_profile,
     agent_pool_properties,
     aks_pool,
     api_server_access_profile,
     cluster_identity_profiles,
+    default_gpu_driver,
     gpu_driver,
     kms_profile,
     network_profile,
@@ -105,7 +106,8 @@ class AksGpuNodePoolArgs(TypedDict, total=False):
     """Node subnet. Default: the cluster's (set by `AksCluster`)."""
     gpu_driver: str
     """``Install`` (default: AKS installs the NVIDIA driver) or ``None`` (the GPU Operator installs it).
-    Create-time only: changing it replaces the pool."""
+    Create-time only: changing it replaces the pool. AMD pools: ``None`` only (the default there; AKS enforces it
+    and the AMD GPU Operator installs the driver)."""
     spot_max_price: float
     """Spot pools: max USD per node-hour; default -1 (up to the on-demand price, never evicted for price)."""
     spot_eviction_policy: str
@@ -137,7 +139,7 @@ class AksGpuNodePool(pulumi.ComponentResource):
             self.pool,
             agent_pool_name=args.get("agent_pool_name") or agent_pool_name(self.pool.name),
             os_sku=args.get("os_sku", AzureClusterOptions.os_sku),
-            driver=args.get("gpu_driver", GPU_DRIVER_INSTALL),
+            driver=args.get("gpu_driver", default_gpu_driver(self.pool)),
             spot_max_price=args.get("spot_max_price"),
             spot_eviction_policy=args.get("spot_eviction_policy"),
             zones=args.get("availability_zones", []),
@@ -450,7 +452,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     driver = gpu_driver(config.gpu_software)
     # The same entries a program gets from `pool_args("azure", entry)`, plus what only the stack knows.
     pools: list[AksGpuNodePoolArgs] = [
-        {**pool_args(pool_config, pool), "gpu_driver": driver}  # type: ignore[typeddict-item]
+        {**pool_args(pool_config, pool),  # type: ignore[typeddict-item]
+         "gpu_driver": GPU_DRIVER_NONE if pool.vendor == catalog.AMD else driver}
         for pool_config, pool in zip(config.node_pools, config.gpu_pools(), strict=True)
     ]
     cluster_args = AksClusterArgs(
@@ -485,6 +488,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "resourceGroupName": cluster.resource_group_name,
             "oidcIssuerUrl": cluster.oidc_issuer_url,
             "nodeResourceGroup": cluster.managed_cluster.node_resource_group,
+            # `kube.amd.AmdGpuStack`'s driver_image: where the AMD GPU Operator pushes the driver it builds.
+            **({"amd_driver_image": options.amd_driver_image} if options.amd_driver_image else {}),
         },
         # The managed cluster carries the System pool the platform's services run on.
         ready=[cluster.managed_cluster, *(c.agent_pool for c in cluster.node_pools.values())],

@@ -124,6 +124,14 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str = "") -> 
         for key in ("spot_max_price", "spot_eviction_policy"):
             if key in args:
                 checker.fail(f"{at}{key}", f"only applies to spot pools (pool '{pool['name']}' has spot false)")
+    if catalog.vendor_of(pool.get("gpu_model", "")).key == catalog.AMD:
+        # AKS use-amd-gpus.md: AMD pools must be created with gpuProfile.driver None, on Ubuntu only.
+        if args.get("gpu_driver", GPU_DRIVER_NONE) != GPU_DRIVER_NONE:
+            checker.fail(f"{at}gpu_driver", "must be 'None' on an AMD GPU pool; AKS enforces it (the AMD GPU "
+                                            "Operator installs the driver)")
+        if not args.get("os_sku", "Ubuntu").startswith("Ubuntu"):
+            checker.fail(f"{at}os_sku", f"'{args['os_sku']}' is not supported on AMD GPU pools; AKS runs them on "
+                                        "Ubuntu only")
     driver = args.get("gpu_driver", GPU_DRIVER_INSTALL)
     if pool.get("sharing_mode") == "mig" and driver == GPU_DRIVER_INSTALL:
         supported = aks_mig_profiles(pool["gpu_model"])

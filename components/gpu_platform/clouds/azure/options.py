@@ -20,6 +20,8 @@ Cluster keys (top level of the ``gpu-platform`` namespace), all optional:
 endpoint restricted to them (``authorizedIPRanges``); see `control_plane` |
 | ``secretsEncryption`` | true | KMS envelope encryption of Secrets with a key in a key vault the stack creates |
 | ``adminGroupObjectIds`` | ``[]`` | Entra ID group object IDs whose members are cluster-admin |
+| ``amdDriverImage`` | none | with an AMD Instinct pool (required there): registry repository, without a tag, where \
+the AMD GPU Operator stores the amdgpu driver images it builds (AKS installs no driver on AMD pools) |
 
 Pool keys (``nodePools[i]``), each an `AksGpuNodePool` argument (`pool_args`): ``agentPoolName`` (default
 derived, see `azure_names.agent_pool_name`), ``osSku``
@@ -51,7 +53,7 @@ from .specs import (
 CLUSTER_KEYS = {
     "resourceGroupName", "clusterName", "vnetSubnetId", "vnetAddressSpace", "subnetAddressPrefix", "podCidr",
     "serviceCidr", "osSku", "systemPoolVmSize", "systemPoolMinNodes", "systemPoolMaxNodes", "skuTier",
-    "registerInfinibandFeature", "adminGroupObjectIds", *control_plane.KEYS,
+    "registerInfinibandFeature", "adminGroupObjectIds", "amdDriverImage", *control_plane.KEYS,
 }
 POOL_KEYS = {"agentPoolName", "osSku", "spotMaxPrice", "spotEvictionPolicy", "osDiskSizeGb"}
 
@@ -71,6 +73,8 @@ SUBNET_ID = re.compile(
 VM_SIZE = re.compile(r"^Standard_[A-Za-z0-9_]+$")
 ENTRA_OBJECT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 """An Entra ID object ID (a GUID), as ``aadProfile.adminGroupObjectIDs`` takes them."""
+DRIVER_IMAGE_REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+$")
+"""A registry host (optional port) and repository path, no tag or digest: the operator picks the tag per node."""
 RESERVED_LABEL_DOMAINS = ("kubernetes.azure.com", "kubernetes.io")
 """AKS reserved node-label prefixes (AKS ``use-labels.md``); ``*.kubernetes.io`` is Kubernetes' own."""
 
@@ -112,6 +116,9 @@ class AzureClusterOptions:
     admin_group_object_ids: tuple[str, ...] = ()
     """Entra ID group object IDs whose members are cluster-admin (``aadProfile.adminGroupObjectIDs``); Azure RBAC
     role assignments grant everyone else."""
+    amd_driver_image: Optional[str] = None
+    """Registry repository (no tag) for the amdgpu driver images the AMD GPU Operator builds; required with an AMD
+    pool: AKS installs no driver on AMD pools (AKS ``use-amd-gpus.md``), so the operator's KMM builds and loads it."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +245,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
         register_infiniband_feature=read_bool(raw, "registerInfinibandFeature", "", True),
         control_plane=_control_plane(raw),
         admin_group_object_ids=_admin_groups(raw),
+        amd_driver_image=_amd_driver_image(raw, config),
         **networks,
     )
     _check_pools(raw, config, options)
@@ -256,6 +264,9 @@ def _check_pools(raw: Mapping, config: Any, options: AzureClusterOptions) -> Non
                                                            "set a distinct agentPoolName")
         seen[name] = i
         os_sku = pool.cloud_options.os_sku or options.os_sku
+        if _is_amd(pool) and not os_sku.startswith("Ubuntu"):
+            raise ConfigError(join(path, "osSku"), f"'{os_sku}' is not supported on AMD GPU pools; AKS runs them on "
+                                                   "Ubuntu only (AKS use-amd-gpus.md)")
         if config.gpu_software == "operator" and os_sku != options.os_sku:
             raise ConfigError(join(path, "osSku"), f"'{os_sku}' differs from the cluster's osSku '{options.os_sku}'; "
                                                    "the NVIDIA GPU Operator does not support several OS versions in "
@@ -271,6 +282,27 @@ def _check_pools(raw: Mapping, config: Any, options: AzureClusterOptions) -> Non
     if "registerInfinibandFeature" in raw and not infiniband:
         raise ConfigError("registerInfinibandFeature", "only applies when a pool has rdma: true on an InfiniBand "
                                                        "size (Standard_ND96isr_H100_v5...)")
+
+
+def _is_amd(pool: Any) -> bool:
+    shape = catalog.SHAPES.get(("azure", pool.instance_type))
+    return shape is not None and catalog.vendor_of(shape.gpu_model).key == catalog.AMD
+
+
+def _amd_driver_image(raw: Mapping, config: Any) -> Optional[str]:
+    """``amdDriverImage``: required with an AMD pool, refused without; a repository without tag or digest."""
+    image = read_str(raw, "amdDriverImage", "", None)
+    if not any(_is_amd(pool) for pool in config.node_pools):
+        if image is not None:
+            raise ConfigError("amdDriverImage", "only applies with an AMD Instinct pool (Standard_ND96isr_MI300X_v5)")
+        return None
+    if image is None:
+        raise ConfigError("amdDriverImage", "is required with an AMD Instinct pool: AKS installs no driver on AMD "
+                                            "pools, the AMD GPU Operator builds it and pushes it to this repository")
+    if not DRIVER_IMAGE_REPOSITORY.match(image):
+        raise ConfigError("amdDriverImage", f"'{image}' is not an image repository without tag "
+                                            "(myregistry.azurecr.io/amdgpu-driver)")
+    return image
 
 
 def _fabric(pool: Any) -> Optional[str]:

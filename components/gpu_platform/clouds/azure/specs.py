@@ -50,6 +50,12 @@ def gpu_driver(gpu_software: str) -> str:
     return GPU_DRIVER_NONE if gpu_software == "operator" else GPU_DRIVER_INSTALL
 
 
+def default_gpu_driver(pool: GpuPool) -> str:
+    """An `AksGpuNodePool`'s ``gpuProfile.driver`` when none is given: ``None`` on AMD pools (AKS enforces it at
+    their creation and installs no AMD driver, AKS ``use-amd-gpus.md``), else ``Install``."""
+    return GPU_DRIVER_NONE if pool.vendor == catalog.AMD else GPU_DRIVER_INSTALL
+
+
 def aks_mig_profiles(gpu_model: str) -> dict[str, str]:
     """MIG profile -> ``gpuInstanceProfile`` for the profiles AKS itself can apply on this GPU.
 

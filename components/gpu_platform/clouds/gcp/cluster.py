@@ -125,6 +125,10 @@ class GkeGpuPoolArgs(TypedDict, total=False):
     disk_type: Optional[str]
     """Boot disk type (``pd-balanced``, ``pd-ssd``, ``hyperdisk-balanced``...). Default: GKE's choice for the
     machine type."""
+    tpu_topology: str
+    """TPU machine types only: the slice topology (``2x2``, ``4x4``, ``2x2x1``), one the catalog lists for the machine
+    type. A multi-host slice (more chips than one VM) gets COMPACT placement with this ``tpu_topology``, one zone,
+    and a fixed size of chips / chips-per-VM nodes. Default: the machine type's single-host topology."""
 
 
 class GkeGpuNodePoolArgs(GkeGpuPoolArgs, total=False):
@@ -262,6 +266,7 @@ POOL_RULES: dict[str, Rule] = {
     "placement_policy_name": RESOURCE_NAME,
     "disk_size_gb": at_least(10),
     "disk_type": DISK_TYPE,
+    "tpu_topology": matching(r"[1-9][0-9]*(x[1-9][0-9]*){1,2}", "a TPU topology such as 2x4 or 2x2x1"),
 }
 NODE_POOL_RULES: dict[str, Rule] = {**POOL_RULES, "project": Rule(check=_project_problem)}
 CLUSTER_RULES: dict[str, Rule] = {
@@ -419,6 +424,7 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
         checker.fail(at("desired_nodes"), f"must be between the pool's min_nodes ({pool.min_nodes}) and max_nodes "
                                           f"({pool.max_nodes}), got {desired}")
     _check_reservations(checker, args, at, pool)
+    _check_tpu(checker, args, at, pool, location)
     if args.get("placement_policy_name") and args.get("compact_placement") is False:
         checker.fail(at("compact_placement"), "placement_policy_name is a compact placement policy; remove one")
     zones = pool_zones(args, location)
@@ -444,6 +450,34 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
     if not standalone and nics and networks:
         checker.fail(at("additional_networks"), f"the cluster plans GPUDirect pool '{pool.name}''s NIC networks; "
                                                 "remove additional_networks")
+
+
+def _check_tpu(checker: Args, args: dict, at: Any, pool: GpuPool, location: Any) -> None:
+    """A TPU pool's topology is one its machine type forms; a multi-host slice has chips / chips-per-VM nodes, fixed,
+    in one zone; GPU-only keys are refused. Other pools refuse ``tpu_topology``."""
+    shape = catalog.SHAPES[("gcp", pool.instance_type)]
+    topology = args.get("tpu_topology")
+    if not shape.tpu_topologies:
+        if topology is not None:
+            checker.fail(at("tpu_topology"), f"applies only to TPU machine types, not '{pool.instance_type}'")
+        return
+    for key in ("accelerator_type", "gpu_driver_version", "compact_placement", "placement_policy_name",
+                "additional_networks"):
+        if args.get(key) is not None:
+            checker.fail(at(key), f"does not apply to TPU machine type '{pool.instance_type}'")
+    chosen = topology or shape.tpu_topologies[0]
+    if chosen not in shape.tpu_topologies:
+        checker.fail(at("tpu_topology"), f"'{chosen}' is not a TPU topology of {shape.name} ({shape.gpu_count} chips "
+                                         f"per VM); use one of {', '.join(shape.tpu_topologies[:8])}")
+    hosts = catalog.tpu_hosts(shape, chosen)
+    if hosts > 1 and (pool.min_nodes != hosts or pool.max_nodes != hosts):
+        checker.fail(at("pool.max_nodes"), f"a {chosen} slice of {shape.name} is {hosts} nodes, created together: "
+                                           f"set min_nodes and max_nodes to {hosts}, got "
+                                           f"{pool.min_nodes}-{pool.max_nodes}")
+    zones = pool_zones(args, location)
+    if hosts > 1 and len(zones) != 1 and (zones or _region_of(location) is not None):
+        checker.fail(at("node_locations"), f"a multi-host TPU slice lives in one zone, got "
+                                           f"{len(zones) or 'GKE default'}; set node_locations to one zone")
 
 
 def _check_reservations(checker: Args, args: dict, at: Any, pool: GpuPool) -> None:
@@ -849,6 +883,10 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         default_image = "UBUNTU_CONTAINERD" if driver == gcp_options.DRIVER_DISABLED else "COS_CONTAINERD"
         reservations = tuple(_get(args, "reservations", []))
         affinity = args.get("reservation_affinity") or ("SPECIFIC_RESERVATION" if reservations else None)
+        shape = catalog.SHAPES[("gcp", pool.instance_type)]
+        if shape.tpu_topologies:
+            self._tpu_pool(name, args, pool, shape, zones, affinity, reservations, opts)
+            return
         node_config: dict[str, Any] = {
             "machine_type": pool.instance_type,
             "image_type": _get(args, "image_type", default_image),
@@ -885,6 +923,49 @@ class GkeGpuNodePool(pulumi.ComponentResource):
                 {"network": n["network"], "subnetwork": n["subnetwork"]} for n in networks]} if networks else None,
             node_config={k: v for k, v in node_config.items() if v is not None},
             # GPU quota and reservations rarely hold two copies of a pool: replace by deleting first.
+            opts=child_opts(self, opts, delete_before_replace=True),
+        )
+        self.node_pool_id = self.node_pool.id
+        self.node_pool_name = self.node_pool.name
+        self.register_outputs({"node_pool_id": self.node_pool_id, "node_pool_name": self.node_pool_name})
+
+    def _tpu_pool(self, name: str, args: dict, pool: GpuPool, shape: catalog.MachineShape, zones: list[str],
+                  affinity: Optional[str], reservations: tuple[str, ...],
+                  opts: Optional[pulumi.ResourceOptions]) -> None:
+        """A TPU slice node pool: the TPU machine type carries its chips (no guest accelerator, no GPU driver), a
+        multi-host slice gets its topology through ``placement_policy``, and the pool the Kubernetes layer sees
+        carries the TPU type and topology labels GKE puts on the nodes (Kueue flavors and JobSets select them)."""
+        topology = _get(args, "tpu_topology", shape.tpu_topologies[0])
+        node_config: dict[str, Any] = {
+            "machine_type": pool.instance_type,
+            "image_type": _get(args, "image_type", "COS_CONTAINERD"),
+            "disk_size_gb": _get(args, "disk_size_gb", 200),
+            "disk_type": args.get("disk_type"),
+            # GKE taints TPU nodes google.com/tpu=present:NoSchedule itself; declared here as for GPUs (the one
+            # accelerator taint of the pool, `GpuPool.taints`), so updates do not see a drift.
+            "taints": gcp_pools.taints(pool),
+            "labels": gcp_pools.node_labels(pool, False),
+            "spot": pool.spot or None,
+            "reservation_affinity": gcp_pools.reservation_affinity(affinity, reservations),
+            "service_account": args.get("service_account"),
+            "oauth_scopes": gcp_pools.OAUTH_SCOPES,
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+        }
+        self.pool = replace(pool, user_labels=tuple(sorted(
+            {**dict(pool.user_labels), **gcp_pools.tpu_node_labels(shape, topology)}.items())))
+        self.node_pool = gcp.container.NodePool(
+            f"{name}-pool",
+            name=pool.name,
+            project=args.get("project"),
+            cluster=args["cluster"],
+            location=args["location"],
+            node_locations=zones or None,
+            initial_node_count=gcp_pools.initial_node_count(
+                pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", _default_zone_count(args))),
+            autoscaling=gcp_pools.autoscaling(pool),
+            management={"auto_repair": True, "auto_upgrade": True},
+            placement_policy=gcp_pools.tpu_placement_policy(shape, topology),
+            node_config={k: v for k, v in node_config.items() if v is not None},
             opts=child_opts(self, opts, delete_before_replace=True),
         )
         self.node_pool_id = self.node_pool.id
@@ -933,6 +1014,8 @@ def stack_pool_args(pool_config: Any, pool: GpuPool, software: str) -> GkeGpuPoo
     program) plus what only the stack knows, the GPU software mode (driver, image, which device plugin)."""
     pool_options: gcp_options.GcpPoolOptions = pool_config.cloud_options or gcp_options.GcpPoolOptions()
     entry = gcp_options.pool_args(pool_config, pool)
+    if gcp_options.tpu_shape(pool_config) is not None:
+        return GkeGpuPoolArgs(**entry)  # type: ignore[typeddict-item]  # TPUs: no GPU driver or device plugin
     entry.update(
         gpu_driver_version=gcp_options.driver_version(pool_options, software),
         image_type=gcp_options.image_type(pool_options, software),

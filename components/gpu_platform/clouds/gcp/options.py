@@ -38,7 +38,7 @@ CLUSTER_KEYS = {
 }
 POOL_KEYS = {
     "gpuDriverVersion", "imageType", "reservationAffinity", "reservations", "compactPlacement",
-    "placementPolicyName", "diskSizeGb", "diskType", "serviceAccount",
+    "placementPolicyName", "diskSizeGb", "diskType", "serviceAccount", "tpuTopology",
 }
 SYSTEM_POOL_KEYS = {"machineType", "minNodes", "maxNodes", "diskSizeGb"}
 
@@ -143,6 +143,8 @@ class GcpPoolOptions:
     """Boot disk type (None: GKE's default for the machine type, e.g. Hyperdisk on A3 Ultra)."""
     service_account: Optional[str] = None
     """Service account email of this pool's nodes (default: the cluster's node service account)."""
+    tpu_topology: Optional[str] = None
+    """TPU machine types only: the slice topology (``tpuTopology``; None: the machine type's single-host one)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -178,6 +180,28 @@ def pool_zones(pool: Any, cluster: GcpClusterOptions) -> tuple[str, ...]:
 def zone_count(pool: Any, cluster: GcpClusterOptions) -> int:
     """How many zones the pool spans (GKE's default for a regional cluster is three)."""
     return len(pool_zones(pool, cluster)) or (1 if cluster.zone else REGIONAL_DEFAULT_ZONES)
+
+
+def tpu_shape(pool: Any) -> Optional[catalog.MachineShape]:
+    """The catalog shape of a pool's TPU machine type; None for every other pool."""
+    shape = catalog.SHAPES.get(("gcp", pool.instance_type))
+    return shape if shape is not None and shape.tpu_topologies else None
+
+
+def tpu_topology(pool: Any) -> Optional[str]:
+    """The TPU slice topology of a pool (``tpuTopology``, default its machine type's single-host one); None for a
+    pool that is not a TPU pool."""
+    shape = tpu_shape(pool)
+    if shape is None:
+        return None
+    options: GcpPoolOptions = pool.cloud_options or GcpPoolOptions()
+    return options.tpu_topology or shape.tpu_topologies[0]
+
+
+def tpu_multi_host(pool: Any) -> bool:
+    """A TPU pool whose slice spans several VMs (GKE creates and removes its nodes as one unit)."""
+    shape, topology = tpu_shape(pool), tpu_topology(pool)
+    return shape is not None and topology is not None and catalog.tpu_hosts(shape, topology) > 1
 
 
 def compact_placement(pool: Any) -> bool:
@@ -320,6 +344,11 @@ def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
                                                       "installers use /home/kubernetes/bin/nvidia); use gpuSoftware "
                                                       "'cloud-managed'")
         zones = pool_zones(pool, cluster)
+        if tpu_multi_host(pool) and len(zones) != 1:
+            raise ConfigError(join(path, "zones"), f"a multi-host TPU slice ({tpu_topology(pool)} on "
+                                                   f"{pool.instance_type}) lives in one zone, got "
+                                                   f"{len(zones) or 'GKE default'}; set zones: [<a zone offering "
+                                                   "the TPU>]")
         if compact_placement(pool) and len(zones) != 1:
             raise ConfigError(join(path, "zones"), "compact placement needs exactly one zone, got "
                                                    f"{len(zones) or 'GKE default'}; set zones: [{config.region}-a]"
@@ -335,8 +364,35 @@ def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
                                                        f"the zone of nodePools[{rdma_zone[1]}] ({rdma_zone[0]})")
 
 
+def _parse_tpu_topology(raw: Mapping, path: str, pool: Any, shape: Any) -> Optional[str]:
+    """``tpuTopology``: only on TPU machine types, one of the slices the machine type forms; a multi-host slice
+    fixes the pool's size at its VM count (GKE creates the slice's nodes together, minNodes == maxNodes)."""
+    topology = read_str(raw, "tpuTopology", path, None)
+    at = join(path, "tpuTopology")
+    if shape is None or not shape.tpu_topologies:
+        if topology is not None:
+            raise ConfigError(at, f"applies only to TPU machine types, not '{pool.instance_type}'")
+        return None
+    for key in ("gpuDriverVersion", "compactPlacement", "placementPolicyName"):
+        if key in raw:
+            raise ConfigError(join(path, key), f"does not apply to TPU machine type '{pool.instance_type}'")
+    chosen = topology or shape.tpu_topologies[0]
+    if chosen not in shape.tpu_topologies:
+        shown = ", ".join(shape.tpu_topologies[:8]) + (", ..." if len(shape.tpu_topologies) > 8 else "")
+        raise ConfigError(at, f"'{chosen}' is not a TPU topology of {shape.name} ({shape.gpu_count} chips per VM); "
+                              f"use one of {shown}")
+    hosts = catalog.tpu_hosts(shape, chosen)
+    if hosts > 1 and (pool.min_nodes != hosts or pool.max_nodes != hosts):
+        raise ConfigError(join(path, "maxNodes" if pool.max_nodes != hosts else "minNodes"),
+                          f"a {chosen} slice of {shape.name} is {catalog.tpu_chips(chosen)} chips / "
+                          f"{shape.gpu_count} per VM = {hosts} nodes, created together: set minNodes and "
+                          f"maxNodes to {hosts}, got {pool.min_nodes}-{pool.max_nodes}")
+    return topology
+
+
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoolOptions:
     """Pool keys that only need the pool itself."""
+    topology = _parse_tpu_topology(raw, path, pool, shape)
     reservations = tuple(str(r) for r in read_list(raw, "reservations", path))
     affinity = read_enum(raw, "reservationAffinity", path, RESERVATION_AFFINITIES, None)
     if reservations and affinity not in (None, "SPECIFIC_RESERVATION"):
@@ -367,6 +423,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoo
         disk_size_gb=read_int(raw, "diskSizeGb", path, GcpPoolOptions.disk_size_gb, minimum=10),
         disk_type=read_str(raw, "diskType", path, None),
         service_account=_read_email(raw, "serviceAccount", path),
+        tpu_topology=topology,
     )
 
 
@@ -397,6 +454,7 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "placement_policy_name": options.placement_policy_name,
         "disk_type": options.disk_type,
         "service_account": options.service_account,
+        "tpu_topology": tpu_topology(pool_config),
     }
     out.update({key: value for key, value in optional.items() if value is not None})
     return out

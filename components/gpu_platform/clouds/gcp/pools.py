@@ -106,6 +106,22 @@ def placement_policy(compact: bool, policy_name: Optional[str]) -> Optional[dict
     return out
 
 
+def tpu_placement_policy(shape: catalog.MachineShape, topology: str) -> Optional[dict]:
+    """``placement_policy`` of a TPU pool: a multi-host slice is COMPACT with its ``tpu_topology`` (GKE's Terraform
+    example for multi-host TPU slice node pools, "Deploy TPU workloads in GKE Standard"); a single-host slice needs
+    none (the machine type is the slice)."""
+    if catalog.tpu_hosts(shape, topology) <= 1:
+        return None
+    return {"type": "COMPACT", "tpu_topology": topology}
+
+
+def tpu_node_labels(shape: catalog.MachineShape, topology: str) -> dict[str, str]:
+    """The labels GKE itself sets on the nodes of a TPU slice (its TPU type and topology): what workloads and
+    Kueue flavors select. GKE derives them from the machine type and placement, so node pools do not set them."""
+    return {catalog.GKE_TPU_ACCELERATOR_LABEL: shape.accelerator_type or "",
+            catalog.GKE_TPU_TOPOLOGY_LABEL: topology}
+
+
 def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str) -> str:
     """A kubeconfig that authenticates with ``gke-gcloud-auth-plugin`` (short-lived tokens, no static secret)."""
     return json.dumps({

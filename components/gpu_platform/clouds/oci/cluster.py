@@ -430,7 +430,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "worker_subnet_id": cluster.worker_subnet_id,
             "pod_subnet_id": cluster.pod_subnet_id,
             "availability_domains": cluster.availability_domains,
-            "disable_oke_device_plugin": disable_plugin,
+            # AMD pools always: the AMD GPU Operator runs the device plugin, not OKE's AMD one.
+            "disable_oke_device_plugin": disable_plugin or pool.vendor == catalog.AMD,
         }
         if not args["zones"]:
             del args["zones"]

@@ -11,6 +11,7 @@ from ... import catalog, control_plane
 from ...component_args import Args, Rule, at_least, between
 from .options import (
     AD_NAME,
+    AMD_IMAGE_PROBLEM,
     MAX_AVAILABILITY_DOMAINS,
     MAX_BOOT_VOLUME_GIB,
     MIN_BOOT_VOLUME_GIB,
@@ -145,6 +146,8 @@ def check_pool(checker: Args, args: Mapping[str, Any]) -> None:
     if preemptible and is_bare_metal(pool["instance_type"]):
         checker.fail("pool.spot", f"OCI preemptible capacity does not support bare metal shapes such as "
                                   f"'{pool['instance_type']}'; use a VM.GPU shape or spot false")
+    if "image_id" not in args and catalog.vendor_of(pool.get("gpu_model", "")).key == catalog.AMD:
+        checker.fail("image_id", AMD_IMAGE_PROBLEM)
     if rdma and "image_id" not in args:
         checker.fail("image_id", "is required on an RDMA pool; OKE's Oracle Linux GPU images have no RDMA (OFED) "
                                  "stack, import an RDMA-ready image (oracle-quickstart/oci-hpc-oke)")

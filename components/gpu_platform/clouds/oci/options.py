@@ -20,7 +20,8 @@ Pool keys (per ``nodePools[]`` entry), each an `OkeGpuNodePool` argument (`pool_
 
 - ``imageId``: node image OCID; default: the newest OKE GPU image for the version. Required with ``rdma: true``
   (OKE's Oracle Linux GPU images carry no RDMA/OFED stack; oracle-quickstart/oci-hpc-oke only supports its
-  custom Ubuntu DOCA-OFED images on RDMA pools).
+  custom Ubuntu DOCA-OFED images on RDMA pools) and on AMD Instinct shapes (OKE's GPU images are NVIDIA's; the
+  oci-hpc-oke ROCm image carries the amdgpu driver).
 - ``bootVolumeSizeGiB``: boot volume (default 512: GPU images plus multi-GB model/training container images).
 - ``computeClusterId``: join an existing compute cluster instead of creating one (``rdma: true`` only).
 - ``zones`` (shared key): AD numbers or AD names (``Uocm:US-ASHBURN-AD-2``) for this pool; one for RDMA pools.
@@ -33,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ... import control_plane
+from ... import catalog, control_plane
 from ...config import ConfigError, join, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 from .network import SERVICES_CIDR
@@ -43,6 +44,10 @@ CLUSTER_KEYS = {
     "availabilityDomains", "kubernetesPatchVersion", *control_plane.KEYS,
 }
 POOL_KEYS = {"imageId", "bootVolumeSizeGiB", "computeClusterId"}
+AMD_IMAGE_PROBLEM = ("is required on an AMD Instinct shape: OKE's GPU images carry the NVIDIA driver; import the ROCm "
+                     "image of oracle-quickstart/oci-hpc-oke docs/worker-node-images.md (BM.GPU.MI300X.8: Ubuntu with "
+                     "ROCm and DOCA-OFED), which carries the amdgpu driver the AMD GPU Operator then uses")
+"""Why an AMD pool names its image: the newest OKE GPU image the platform would pick is an NVIDIA one."""
 
 DEFAULT_VCN_CIDR = "10.0.0.0/16"
 DEFAULT_BOOT_VOLUME_GIB = 512
@@ -213,6 +218,8 @@ def is_bare_metal(shape_name: str) -> bool:
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> OciPoolOptions:
     image_id = read_ocid(raw, "imageId", path, "image")
+    if image_id is None and shape is not None and catalog.vendor_of(shape.gpu_model).key == catalog.AMD:
+        raise ConfigError(join(path, "imageId"), AMD_IMAGE_PROBLEM)
     if pool.rdma and image_id is None:
         raise ConfigError(join(path, "imageId"),
                           "is required with rdma: true; OKE's Oracle Linux GPU images have no RDMA (OFED) stack, "

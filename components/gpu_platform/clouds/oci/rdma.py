@@ -48,6 +48,15 @@ _SHAPE_ENV: Mapping[str, Mapping[str, str]] = {
         "NCCL_SOCKET_IFNAME": "eth0",
         "NCCL_IGNORE_CPU_AFFINITY": "1",
     },
+    # RCCL reads the same NCCL_* variables (ROCm RCCL docs, "RCCL environment variables"); the source table's
+    # BM.GPU.MI300X.8 row, used verbatim by its rccl-tests manifests (manifests/rccl-tests/kueue/BM.GPU.MI300X.8.yaml).
+    "BM.GPU.MI300X.8": {
+        "NCCL_CUMEM_ENABLE": "0",
+        "NCCL_IB_QPS_PER_CONNECTION": "1",
+        "NCCL_IB_HCA": "=mlx5_0,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_7,mlx5_8,mlx5_9",
+        "NCCL_PXN_DISABLE": "0",
+        "NCCL_NET_PLUGIN": "none",
+    },
     "BM.GPU.B200.8": {
         "NCCL_CUMEM_ENABLE": "0",
         "NCCL_IB_HCA": "=mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11",
