@@ -9,10 +9,11 @@ import yaml
 from conftest import aws_pool
 
 from gpu_platform import catalog, labels, versions
-from gpu_platform.config import parse_config
+from gpu_platform.config import parse_config, strip_namespace
 from gpu_platform.errors import ConfigError
 from gpu_platform.kube import alerts, dashboards, inference_objects, kueue_objects, tenancy_objects
 from gpu_platform.kube.workloads import spec_from_args
+from gpu_platform.plan import discover_stacks, load_stack_file
 from gpu_platform.pools import GpuPool, Sharing
 
 NEURON, NEURONCORE, AMD_GPU, TPU = "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "amd.com/gpu", "google.com/tpu"
@@ -204,10 +205,15 @@ def test_vendor_taints_are_the_labels_module_constants():
     assert Sharing().mode == "exclusive"
 
 
-def test_the_optimizer_looks_after_nvidia_pools_only():
-    assert aws([inf2()]).runs_optimizer is False  # by default simply not deployed without NVIDIA pools
+def test_the_optimizer_looks_after_pools_of_vendors_with_a_per_pod_signal():
+    # NVIDIA (DCGM) and AMD (device metrics exporter) label device series with the pod; neuron-monitor as the
+    # platform runs it does not, and TPU metrics live in Cloud Monitoring.
+    assert aws([inf2()]).runs_optimizer is False  # by default simply not deployed without NVIDIA or AMD pools
     assert aws([inf2(), l4()]).runs_optimizer is True
-    with pytest.raises(ConfigError, match="optimizer.enabled: the optimizer reads NVIDIA GPU utilisation"):
+    amd = parse_config(strip_namespace(load_stack_file(discover_stacks()["azure-mi300x"])), "azure-mi300x")
+    assert {p.vendor for p in amd.gpu_pools()} == {catalog.AMD} and amd.runs_optimizer is True
+    with pytest.raises(ConfigError, match="optimizer.enabled: the optimizer reads per-pod utilisation of NVIDIA and "
+                                          "AMD GPUs only, and no node pool has them; set optimizer.enabled: false"):
         aws([inf2()], optimizer={"enabled": True})
 
 

@@ -197,13 +197,13 @@ def test_every_prometheus_reader_of_the_stack_is_admitted(planned, stack):
 
 
 def test_the_readers_per_stack(planned):
-    """Which reference stacks have which Prometheus readers, spelt out: the optimizer on the NVIDIA stacks only, KEDA
-    wherever the inference app runs."""
+    """Which reference stacks have which Prometheus readers, spelt out: the optimizer on the NVIDIA and AMD stacks
+    (not Neuron's nor TPU's: no per-pod signal), KEDA wherever the inference app runs."""
     readers = {stack: set(monitoring_args(result.config, [p.spec() for p in result.config.gpu_pools()])[
         "prometheus_client_namespaces"]) for stack, result in planned.items()}
     both = {monitoring.OPTIMIZER_NAMESPACE, keda.DEFAULT_NAMESPACE}
     assert readers == {"aws-dev": both, "aws-karpenter": both, "azure-dev": both, "existing": both, "gcp-dev": both,
-                       "oci-dev": both, "aws-neuron": {"keda"}, "azure-mi300x": {"keda"}, "oci-mi300x": {"keda"},
+                       "oci-dev": both, "aws-neuron": {"keda"}, "azure-mi300x": both, "oci-mi300x": both,
                        "gcp-tpu": set()}
 
 

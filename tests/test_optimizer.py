@@ -28,9 +28,10 @@ from kubernetes.client import V1DeploymentList as DeploymentList
 from gpu_platform import labels
 from gpu_platform.optimizer import run as optimizer
 from gpu_platform.optimizer.analysis import recommend
-from gpu_platform.optimizer.local_prometheus import GpuSeries, LocalPrometheus, free_port
-from gpu_platform.optimizer.policy import Policy, PolicyError, PoolOption, policy_from_mapping
-from gpu_platform.optimizer.queries import pod_queries
+from gpu_platform.optimizer.local_prometheus import AmdGpuSeries, GpuSeries, LocalPrometheus, free_port
+from gpu_platform.optimizer.policy import Policy, PolicyError, PoolOption, policy_from_mapping, policy_to_mapping
+from gpu_platform.optimizer.prometheus import Sample
+from gpu_platform.optimizer.queries import merge, pod_queries, signal_queries
 
 OPT_IN = {labels.OPT_IN_LABEL: "true"}
 
@@ -248,8 +249,105 @@ def test_prometheus_failures_exit_non_zero_without_touching_kubernetes(mode, mes
     assert report is None and cluster.list_calls == 0 and cluster.patches == []
 
 
+# An AMD node beside the NVIDIA one: the policy reads both vendors' signals, four queries each.
+AMD_SERIES = (
+    AmdGpuSeries("team-c", "mi-idle-7d4-aaa", 0, 1.0, 2048),      # idle, opted in, 2 GPUs
+    AmdGpuSeries("team-c", "mi-idle-7d4-aaa", 1, 3.0, 2048),
+    AmdGpuSeries("team-c", "mi-busy-3e1-bbb", 2, 92.0, 150000),   # busy
+)
+AMD_DEPLOYMENTS = {**DEPLOYMENTS, ("team-c", "mi-idle"): (OPT_IN, 1, {}, ["mi-idle-7d4-aaa"]),
+                   ("team-c", "mi-busy"): (OPT_IN, 1, {}, ["mi-busy-3e1-bbb"])}
+
+
+@pytest.fixture(scope="module")
+def amd_prometheus(tmp_path_factory):
+    server = LocalPrometheus(SERIES[:2], amd_series=AMD_SERIES).start(timeout_seconds=60)
+    policy = tmp_path_factory.mktemp("policy") / "policy.yaml"
+    policy.write_text("minObservation: 0s\nstep: 1s\nvendors: [nvidia, amd]\naction: recommend\n"
+                      "pools:\n- {name: mi300x, gpuMemoryGiB: 192, vendor: amd}\n- {name: l4, gpuMemoryGiB: 24}\n")
+    yield server, str(policy)
+    server.stop()
+
+
+def test_an_idle_amd_pod_is_found_from_the_amd_exporters_series(amd_prometheus):
+    server, policy = amd_prometheus
+    code, report, _ = run_json(server.url, FakeCluster(AMD_DEPLOYMENTS), "--policy", policy, *POLICY_ARGS)
+    assert code == 0
+    found = {f["pod"]: f for f in report["findings"]}
+    assert sorted(found) == ["chat-7f9-abc", "chat-7f9-def", "mi-busy-3e1-bbb", "mi-idle-7d4-aaa"]
+    idle = found["mi-idle-7d4-aaa"]
+    assert (idle["vendor"], idle["gpus"], idle["utilization"], idle["memory_used_mib"], idle["reason"]) == (
+        "amd", 2, 2.0, 4096, "idle")
+    assert (idle["owner_kind"], idle["owner_name"]) == ("Deployment", "mi-idle")
+    # Fewer GPUs is the first answer; never a pool of the other vendor.
+    assert idle["recommendation"] == {"action": "reduce-gpus", "from": 2, "to": 1}
+    assert (found["mi-busy-3e1-bbb"]["vendor"], found["mi-busy-3e1-bbb"]["reason"]) == ("amd", "busy")
+    assert (found["chat-7f9-abc"]["vendor"], found["chat-7f9-abc"]["reason"]) == ("nvidia", "idle")
+    assert report["queries"] == 8  # four per signal, however many pods
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Pure pieces
+
+
+def test_each_vendors_signal_is_four_queries_of_its_own_metrics():
+    amd = pod_queries(Policy(window="2h", step="30s"), "amd")
+    assert amd.all() == [
+        'avg by (namespace, pod) (avg_over_time(gpu_gfx_activity{pod!=""}[2h]))',
+        'sum by (namespace, pod) (max_over_time(gpu_used_vram{pod!=""}[2h]))',
+        'min by (namespace, pod) (min_over_time(timestamp(gpu_gfx_activity{pod!=""})[2h:30s]))',
+        'count by (namespace, pod) (gpu_gfx_activity{pod!=""})',
+    ]
+    assert pod_queries(Policy(window="2h", step="30s")).all() == [
+        'avg by (namespace, pod) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{pod!=""}[2h]))',
+        'sum by (namespace, pod) (max_over_time(DCGM_FI_DEV_FB_USED{pod!=""}[2h]))',
+        'min by (namespace, pod) (min_over_time(timestamp(DCGM_FI_DEV_GPU_UTIL{pod!=""})[2h:30s]))',
+        'count by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""})',
+    ]
+    both = signal_queries(Policy(vendors=("nvidia", "amd")))
+    assert [q.gpus for q in both] == ['count by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""})',
+                                      'count by (namespace, pod) (gpu_gfx_activity{pod!=""})']
+    assert signal_queries(Policy()) == [pod_queries(Policy())]
+
+
+def _s(ns, pod, value):
+    return Sample({"namespace": ns, "pod": pod}, value)
+
+
+def test_merge_joins_the_vendors_answers_per_pod():
+    nvidia = [[_s("a", "p", 10.0), _s("a", "both", 40.0)], [_s("a", "p", 100.0), _s("a", "both", 1000.0)],
+              [_s("a", "p", 50.0), _s("a", "both", 70.0)], [_s("a", "p", 1.0), _s("a", "both", 1.0)]]
+    amd = [[_s("b", "q", 5.0), _s("a", "both", 10.0)], [_s("b", "q", 7.0), _s("a", "both", 3000.0)],
+           [_s("b", "q", 60.0), _s("a", "both", 20.0)], [_s("b", "q", 2.0), _s("a", "both", 3.0)]]
+    facts = merge([("nvidia", nvidia), ("amd", amd)], Policy())
+
+    def by_pod(samples):
+        return {(x.labels["namespace"], x.labels["pod"]): x.value for x in samples}
+
+    assert by_pod(facts.utilization) == {("a", "p"): 10.0, ("a", "both"): 17.5, ("b", "q"): 5.0}  # (40+3*10)/4
+    assert by_pod(facts.memory_used_mib) == {("a", "p"): 100.0, ("a", "both"): 4000.0, ("b", "q"): 7.0}
+    assert by_pod(facts.first_seen) == {("a", "p"): 50.0, ("a", "both"): 20.0, ("b", "q"): 60.0}
+    assert by_pod(facts.gpus) == {("a", "p"): 1.0, ("a", "both"): 4.0, ("b", "q"): 2.0}
+    assert facts.vendor == {("a", "p"): "nvidia", ("a", "both"): "nvidia", ("b", "q"): "amd"}
+
+
+def test_policy_round_trip_keeps_nvidia_implicit():
+    mixed = Policy(vendors=("nvidia", "amd"), pools=(PoolOption("mi", 192, vendor="amd"), PoolOption("l4", 24)))
+    raw = policy_to_mapping(mixed)
+    assert raw["vendors"] == ["nvidia", "amd"]
+    assert raw["pools"] == [{"name": "mi", "gpuMemoryGiB": 192, "shared": False, "vendor": "amd"},
+                            {"name": "l4", "gpuMemoryGiB": 24, "shared": False}]
+    assert policy_from_mapping(raw) == mixed
+    assert "vendors" not in policy_to_mapping(Policy())
+    assert policy_from_mapping(policy_to_mapping(Policy())) == Policy()
+
+
+def test_recommendations_stay_within_the_pods_vendor():
+    pools = (PoolOption("l4", 24), PoolOption("mi300x", 192, vendor="amd"))
+    assert recommend(1, 5.0, 10000, pools) == {"action": "move-to-smaller-gpu", "pool": "l4", "gpuMemoryGiB": 24}
+    assert recommend(1, 5.0, 10000, pools, "amd") == {"action": "move-to-smaller-gpu", "pool": "mi300x",
+                                                      "gpuMemoryGiB": 192}
+    assert recommend(1, 5.0, 10000, (PoolOption("l4", 24),), "amd")["action"] == "review"
 
 
 def test_queries_are_constant_and_aggregate_by_pod():
@@ -276,6 +374,11 @@ def test_recommendations():
     ({"window": "an hour"}, "window: 'an hour' is not a duration such as 30m, 6h or 1d"),
     ({"colour": "red"}, "colour: unknown policy key"),
     ({"excludedLabels": ["batch"]}, "excludedLabels: 'batch' is not key=value"),
+    ({"vendors": ["aws-neuron"]}, "vendors: ['aws-neuron'] must be one or more of nvidia, amd (the vendors with a "
+                                  "per-pod utilisation metric)"),
+    ({"vendors": []}, "vendors: [] must be one or more of nvidia, amd (the vendors with a per-pod utilisation "
+                      "metric)"),
+    ({"pools": [{"name": "x", "gpuMemoryGiB": 8, "vendor": "intel"}]}, "pools: 'x' has unknown vendor 'intel'"),
 ])
 def test_bad_policy_values_are_named(raw, message):
     with pytest.raises(PolicyError) as err:

@@ -91,3 +91,26 @@ def test_children_are_parented_to_the_component():
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
         "kubernetes:networking.k8s.io/v1:NetworkPolicy", "kubernetes:batch/v1:CronJob"}
+
+
+def test_policy_reads_the_signals_of_the_pools_vendors():
+    # NVIDIA-only pools: no `vendors` key, the policy document is what it was before other vendors had a signal.
+    assert "vendors" not in yaml.safe_load(build().one("kubernetes:core/v1:ConfigMap").inputs["data"]["policy.yaml"])
+    azure = [GpuPool("t4", "azure", "Standard_NC4as_T4_v3", "t4", 1, 16, 0, 2).spec(),
+             GpuPool("mi300x", "azure", "Standard_ND96isr_MI300X_v5", "mi300x", 8, 192, 0, 2).spec()]
+    policy = yaml.safe_load(run_program(lambda: GpuOptimizer("opt", {"pools": azure, "prometheus_url": URL})).one(
+        "kubernetes:core/v1:ConfigMap").inputs["data"]["policy.yaml"])
+    assert policy["vendors"] == ["nvidia", "amd"]
+    assert policy["pools"] == [{"name": "t4", "gpuMemoryGiB": 16, "shared": False},
+                               {"name": "mi300x", "gpuMemoryGiB": 192, "shared": False, "vendor": "amd"}]
+    amd_only = run_program(lambda: GpuOptimizer("opt", {"pools": azure[1:], "prometheus_url": URL}))
+    assert yaml.safe_load(amd_only.one("kubernetes:core/v1:ConfigMap").inputs["data"]["policy.yaml"])[
+        "vendors"] == ["amd"]
+    # Neuron pools are no `recommend` target and add no signal: neuron-monitor's series name no pod.
+    aws = [*POOLS, GpuPool("inf2", "aws", "inf2.xlarge", "inferentia2", 1, 32, 0, 2).spec()]
+    policy = yaml.safe_load(run_program(lambda: GpuOptimizer("opt", {"pools": aws, "prometheus_url": URL})).one(
+        "kubernetes:core/v1:ConfigMap").inputs["data"]["policy.yaml"])
+    assert "vendors" not in policy and [p["name"] for p in policy["pools"]] == ["l4-shared", "h100"]
+
+
+URL = "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"

@@ -52,8 +52,8 @@ OPTIONAL_NAMESPACES = {"gpu-optimizer", "inference", *(ns for group in VENDOR_NA
 
 
 def expected_namespaces(stack):
-    """The namespaces the stack's configuration makes: monitoring, the optimizer's where it runs (NVIDIA pools), the
-    inference app's where inference is on and has a pool, and each accelerator vendor's."""
+    """The namespaces the stack's configuration makes: monitoring, the optimizer's where it runs (NVIDIA or AMD
+    pools), the inference app's where inference is on and has a pool, and each accelerator vendor's."""
     cfg = stack_config(stack)
     pools = cfg.gpu_pools()
     names = {"monitoring"}
@@ -72,8 +72,8 @@ def test_each_stack_expects_the_namespaces_its_configuration_makes():
         "aws-dev": nvidia, "aws-karpenter": nvidia, "azure-dev": nvidia, "existing": nvidia, "gcp-dev": nvidia,
         "oci-dev": nvidia,
         "aws-neuron": {"monitoring", "inference", "aws-neuron"},
-        "azure-mi300x": {"monitoring", "inference", "kube-amd-gpu", "cert-manager"},
-        "oci-mi300x": {"monitoring", "inference", "kube-amd-gpu", "cert-manager"},
+        "azure-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager"},
+        "oci-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager"},
         "gcp-tpu": {"monitoring", "jobset-system"},
     }
 

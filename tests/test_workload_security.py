@@ -67,7 +67,7 @@ def stack_config(stack: str) -> config.PlatformConfig:
 def platform_pods(stack: str) -> set[tuple[str, str]]:
     """The pods a reference stack ships, from its configuration: the reference training job where the training
     layer builds one, the inference app where inference is on and has a pool, the optimizer where it runs (NVIDIA
-    pools with monitoring), neuron-monitor on Neuron pools, the TPU slice example on a TPU training pool."""
+    or AMD pools with monitoring), neuron-monitor on Neuron pools, the TPU slice example on a TPU training pool."""
     cfg = stack_config(stack)
     pools = cfg.gpu_pools()
     pods = set()
@@ -95,9 +95,9 @@ EXPECTED_PODS = {
     "oci-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
     # Neuron: training off (no Neuron variant of the reference job), no NVIDIA pool for the optimizer.
     "aws-neuron": INFERENCE_PODS | NEURON_PODS,
-    # AMD: the ROCm training image and inference app; no NVIDIA pool for the optimizer.
-    "azure-mi300x": TRAINING_PODS | INFERENCE_PODS,
-    "oci-mi300x": TRAINING_PODS | INFERENCE_PODS,
+    # AMD: the ROCm training image and inference app; the optimizer (AMD exporter's per-pod signal).
+    "azure-mi300x": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "oci-mi300x": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
     # TPU: inference off, the JobSet example instead of the reference job.
     "gcp-tpu": TPU_EXAMPLE_PODS,
 }
@@ -283,12 +283,12 @@ def test_the_new_vendor_stacks_pull_their_images(manifests):
     assert references("aws-neuron") == {"public.ecr.aws/neuron/neuron-monitor:1.3.0",
                                         "ghcr.io/gpu-platform/sentiment-inference:0.1.0-neuron"}
     assert references("azure-mi300x") == {
-        rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm",
+        rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm", "ghcr.io/gpu-platform/gpu-platform:0.1.0",
         "nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin@sha256:"
         "a2ea9cb60f1ce50d109650daca7e074b38cb9ac6a88bed78e266ef99c012782e",
         "nvcr.io/nvidia/mellanox/doca-driver:doca3.3.0-26.01-1.0.0.0-0"}
     assert references("oci-mi300x") == {
-        rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm",
+        rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm", "ghcr.io/gpu-platform/gpu-platform:0.1.0",
         "nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin@sha256:"
         "a2ea9cb60f1ce50d109650daca7e074b38cb9ac6a88bed78e266ef99c012782e",
         versions.CALICO_NODE_IMAGE.reference, versions.CALICO_KUBE_CONTROLLERS_IMAGE.reference}

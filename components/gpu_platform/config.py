@@ -672,7 +672,7 @@ def _check_tpu_example(config: PlatformConfig, pools: list) -> None:
 def _check_reference_workloads(config: PlatformConfig, explicit_optimizer: bool) -> None:
     """The reference workloads run on the pools they would land on: the training job (PyTorch DDP over NCCL/RCCL)
     on NVIDIA or AMD GPUs, or a TPU slice's JobSet; the inference app on NVIDIA, AMD or Neuron devices; the optimizer
-    (DCGM utilisation) on NVIDIA pools: by default it is simply not deployed without them, asked for it is refused."""
+    (per-pod utilisation) on NVIDIA or AMD pools: by default not deployed without them, asked for it is refused."""
     from .kube.workloads import chosen_pool
     from .pools import training_pool
     from .versions import INFERENCE_IMAGES, TRAINING_IMAGES
@@ -685,10 +685,14 @@ def _check_reference_workloads(config: PlatformConfig, explicit_optimizer: bool)
         raise ConfigError("training.enabled", f"the reference training job runs PyTorch DDP on NVIDIA or AMD GPUs, "
                                               f"and its pool '{train.name}' has {vendor} accelerators; set "
                                               "training.enabled: false")
-    if not any(p.vendor == catalog.NVIDIA for p in pools) and explicit_optimizer and config.optimizer.enabled:
-        # Its idleness signal is DCGM's GPU utilisation: on other vendors' pools it would find nothing to act on.
-        raise ConfigError("optimizer.enabled", "the optimizer reads NVIDIA GPU utilisation (DCGM), and no node pool "
-                                               "has NVIDIA GPUs; set optimizer.enabled: false")
+    from .optimizer.signals import VENDORS_WITH_SIGNAL
+
+    if not any(p.vendor in VENDORS_WITH_SIGNAL for p in pools) and explicit_optimizer and config.optimizer.enabled:
+        # Its idleness signal is a per-pod utilisation metric; other vendors' exporters name no pod (Neuron) or
+        # there is none in the cluster (TPU): on their pools it would find nothing to act on.
+        readable = " and ".join(catalog.VENDORS[v].display_name for v in VENDORS_WITH_SIGNAL)
+        raise ConfigError("optimizer.enabled", f"the optimizer reads per-pod utilisation of {readable} GPUs only, "
+                                               "and no node pool has them; set optimizer.enabled: false")
     _check_tpu_example(config, pools)
     infer = chosen_pool(config, pools)
     if config.inference.enabled and infer is not None and infer.vendor not in INFERENCE_IMAGES:

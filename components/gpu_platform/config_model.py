@@ -269,9 +269,11 @@ class PlatformConfig:
     @property
     def runs_optimizer(self) -> bool:
         """Whether the platform deploys the optimizer: enabled, with the platform's Prometheus to read from, and
-        NVIDIA pools to look after (its idleness signal is DCGM's GPU utilisation)."""
+        pools of a vendor whose exporter gives a per-pod idleness signal to look after (`optimizer.signals`)."""
+        from .optimizer.signals import VENDORS_WITH_SIGNAL
+
         return (self.optimizer.enabled and self.monitoring.enabled
-                and any(catalog.vendor_of(p.gpu_model).key == catalog.NVIDIA for p in self.node_pools))
+                and any(catalog.vendor_of(p.gpu_model).key in VENDORS_WITH_SIGNAL for p in self.node_pools))
 
 
 def gpu_pool(config: PlatformConfig, pool: NodePoolConfig) -> GpuPool:

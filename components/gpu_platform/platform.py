@@ -267,11 +267,13 @@ class GpuPlatform(pulumi.ComponentResource):
         monitoring = self.layers.get("monitoring")
         if config.runs_optimizer and monitoring is not None:
             from .kube.optimizer import GpuOptimizer
+            from .optimizer.signals import VENDORS_WITH_SIGNAL
 
-            # Runs only with the platform's Prometheus (nothing to read utilisation from otherwise) and reads DCGM's
-            # utilisation, so it looks after the NVIDIA pools only (`PlatformConfig.runs_optimizer`).
+            # Runs only with the platform's Prometheus (nothing to read utilisation from otherwise) and reads each
+            # vendor's per-pod utilisation (DCGM, AMD's exporter), so it looks after the pools of vendors that have
+            # one (`PlatformConfig.runs_optimizer`, `optimizer.signals`).
             self.layers["optimizer"] = GpuOptimizer(f"{name}-optimizer", {
-                "pools": nvidia_specs,
+                "pools": [s for p, s in zip(self.pools, specs, strict=True) if p.vendor in VENDORS_WITH_SIGNAL],
                 "prometheus_url": monitoring.prometheus_url,
                 "prometheus_namespace": monitoring.namespace,
                 "action": config.optimizer.action,

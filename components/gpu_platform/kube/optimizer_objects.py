@@ -5,6 +5,7 @@ from collections.abc import Sequence
 import yaml
 
 from ..optimizer.policy import Policy, PoolOption, policy_to_mapping
+from ..optimizer.signals import VENDORS_WITH_SIGNAL
 from ..pools import GpuPool
 
 PROMETHEUS_PORT = 9090
@@ -12,9 +13,13 @@ API_SERVER_PORTS = (443, 6443)
 
 
 def policy_for(pools: Sequence[GpuPool], action: str, utilization_threshold: float, dry_run: bool) -> Policy:
-    """The policy the CronJob runs with: the platform's pools become the `recommend` targets."""
-    options = tuple(PoolOption(p.name, p.gpu_memory_gib, p.sharing.shared) for p in pools)
-    return Policy(utilization_threshold=utilization_threshold, action=action, dry_run=dry_run, pools=options)
+    """The policy the CronJob runs with: the pools of vendors with an idleness signal become the `recommend`
+    targets, and their vendors the signals read (NVIDIA's alone without pools: GPU nodes that join later)."""
+    pools = [p for p in pools if p.vendor in VENDORS_WITH_SIGNAL]
+    options = tuple(PoolOption(p.name, p.gpu_memory_gib, p.sharing.shared, p.vendor) for p in pools)
+    vendors = tuple(v for v in VENDORS_WITH_SIGNAL if any(p.vendor == v for p in pools)) or Policy.vendors
+    return Policy(utilization_threshold=utilization_threshold, action=action, dry_run=dry_run, pools=options,
+                  vendors=vendors)
 
 
 def policy_yaml(policy: Policy) -> str:

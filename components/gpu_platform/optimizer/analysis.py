@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+from .. import catalog
 from .inventory import Inventory, Pod
 from .policy import Policy, PoolOption
 from .prometheus import Sample
@@ -31,6 +32,8 @@ class Finding:
     reason: str
     """Why the pod is or is not actionable (``idle``, ``busy``, ``not opted in``, ``excluded namespace``...)."""
     recommendation: Optional[dict] = None
+    vendor: str = catalog.NVIDIA
+    """Vendor whose idleness signal saw the pod (`signals`)."""
 
     @property
     def actionable(self) -> bool:
@@ -41,8 +44,11 @@ def _by_pod(samples: list[Sample], policy: Policy) -> dict[tuple[str, str], floa
     return {(s.labels.get(policy.namespace_label, ""), s.labels.get(policy.pod_label, "")): s.value for s in samples}
 
 
-def recommend(gpus: int, utilization: float, memory_used_mib: float, pools: tuple[PoolOption, ...]) -> dict:
-    """A smaller allocation for an idle pod: fewer GPUs, else a shared GPU pool, else the smallest GPU that fits."""
+def recommend(gpus: int, utilization: float, memory_used_mib: float, pools: tuple[PoolOption, ...],
+              vendor: str = catalog.NVIDIA) -> dict:
+    """A smaller allocation for an idle pod: fewer GPUs, else a shared GPU pool, else the smallest GPU that fits,
+    among the pools of the pod's own ``vendor`` (its image and device resource only fit those)."""
+    pools = tuple(p for p in pools if p.vendor == vendor)
     needed = max(1, math.ceil(gpus * utilization / TARGET_UTILIZATION))
     if needed < gpus:
         return {"action": "reduce-gpus", "from": gpus, "to": needed}
@@ -67,8 +73,10 @@ def _exclusion(pod: Optional[Pod], namespace: str, policy: Policy) -> Optional[s
 
 
 def analyse(utilization: list[Sample], memory: list[Sample], first_seen: list[Sample], gpus: list[Sample],
-            inventory: Inventory, policy: Policy, now: float) -> list[Finding]:
-    """Join the per-pod query results with the inventory and judge each pod; sorted by namespace and pod."""
+            inventory: Inventory, policy: Policy, now: float,
+            vendors: Optional[dict[tuple[str, str], str]] = None) -> list[Finding]:
+    """Join the per-pod query results with the inventory and judge each pod; sorted by namespace and pod.
+    ``vendors`` names the vendor whose signal saw each pod (default NVIDIA)."""
     util, mem, seen, count = (_by_pod(x, policy) for x in (utilization, memory, first_seen, gpus))
     findings = []
     for key in sorted(util):
@@ -93,10 +101,12 @@ def analyse(utilization: list[Sample], memory: list[Sample], first_seen: list[Sa
             idle = True
             reason = "idle" if opted_in else "idle, not opted in"
         n_gpus = int(count.get(key, 1))
+        vendor = (vendors or {}).get(key, catalog.NVIDIA)
         findings.append(Finding(
             namespace=namespace, pod=name, gpus=n_gpus, utilization=round(value, 2),
             memory_used_mib=round(mem.get(key, 0.0), 1), observed_seconds=round(observed, 1),
             owner_kind=owner_kind, owner_name=owner_name, idle=idle, opted_in=opted_in, reason=reason,
-            recommendation=recommend(n_gpus, value, mem.get(key, 0.0), policy.pools) if idle else None,
+            recommendation=recommend(n_gpus, value, mem.get(key, 0.0), policy.pools, vendor) if idle else None,
+            vendor=vendor,
         ))
     return findings

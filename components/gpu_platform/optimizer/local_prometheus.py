@@ -1,4 +1,4 @@
-"""A throwaway Prometheus on 127.0.0.1 scraping a synthetic DCGM exporter: for tests and benchmarks.
+"""A throwaway Prometheus on 127.0.0.1 scraping a synthetic DCGM (and AMD) exporter: for tests and benchmarks.
 
 Needs the ``prometheus`` binary (Debian's ``prometheus`` package). Everything binds to 127.0.0.1 on free
 ports, every wait is bounded, and `LocalPrometheus.stop` (or the context manager) ends both servers.
@@ -48,6 +48,36 @@ def dcgm_exposition(series: list[GpuSeries]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class AmdGpuSeries:
+    """One AMD GPU of one pod as the AMD device metrics exporter reports it."""
+
+    namespace: str
+    pod: str
+    gpu: int
+    utilization: float
+    memory_used_mb: float
+    hostname: str = "amd-node-1"
+    card_model: str = "AMD Instinct MI300X"
+
+
+def amd_exposition(series: list["AmdGpuSeries"]) -> str:
+    """The AMD device metrics exporter's exposition for ``series``: metric names and help texts as
+    ROCm/device-metrics-exporter@v1.5.1 ``pkg/amdgpu/gpuagent/gpuagent_gpu_metrics.go`` declares them, and its
+    labels (from ``gpuMandatoryLables``, each the lower-cased ``GPUMetricLabel`` / ``MetricLabel`` enum name)."""
+    util = ["# HELP gpu_gfx_activity Graphics engine usage in Percentage (0-100)", "# TYPE gpu_gfx_activity gauge"]
+    used = ["# HELP gpu_used_vram Used VRAM memory of the GPU (in MB)", "# TYPE gpu_used_vram gauge"]
+    for s in series:
+        # The Kubernetes labels (pod, namespace, container) and the GPU's identity; the partition-mode labels and the
+        # empty Slurm ones (job_*) are left out: Prometheus drops empty labels and the optimizer reads none of them.
+        common = (f'card_model="{s.card_model}",container="main",gpu_id="{s.gpu}",gpu_partition_id="0",'
+                  f'hostname="{s.hostname}",namespace="{s.namespace}",pod="{s.pod}",'
+                  f'serial_number="{zlib.crc32(f"{s.hostname}/{s.gpu}".encode()):010d}"')
+        util.append(f"gpu_gfx_activity{{{common}}} {s.utilization}")
+        used.append(f"gpu_used_vram{{{common}}} {s.memory_used_mb}")
+    return "\n".join(util + used) + "\n"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -77,10 +107,13 @@ class _Exporter(ThreadingHTTPServer):
 class LocalPrometheus:
     """Start with `start`, query with `client`, end with `stop` (or use as a context manager)."""
 
-    def __init__(self, series: list[GpuSeries], scrape_interval: str = "1s"):
+    def __init__(self, series: list[GpuSeries], scrape_interval: str = "1s",
+                 amd_series: tuple[AmdGpuSeries, ...] = ()):
         self.series = series
+        self.amd_series = list(amd_series)
         self.scrape_interval = scrape_interval
-        self.exporter = _Exporter(dcgm_exposition(series).encode())
+        body = dcgm_exposition(series) + (amd_exposition(self.amd_series) if self.amd_series else "")
+        self.exporter = _Exporter(body.encode())
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._dir = Path(tempfile.mkdtemp(prefix="gpu-optimizer-prom-"))
@@ -107,18 +140,21 @@ class LocalPrometheus:
         """Block (bounded) until every series has ``samples_per_series`` scraped samples."""
         client = PrometheusClient(self.url, timeout_seconds=5)
         deadline = time.monotonic() + timeout_seconds
-        expr = f"count(count_over_time(DCGM_FI_DEV_GPU_UTIL[5m]) >= {samples_per_series})"
+        expr = (f"count(count_over_time(DCGM_FI_DEV_GPU_UTIL[5m]) >= {samples_per_series})"
+                f" + count(count_over_time(gpu_gfx_activity[5m]) >= {samples_per_series})" if self.amd_series else
+                f"count(count_over_time(DCGM_FI_DEV_GPU_UTIL[5m]) >= {samples_per_series})")
+        expected = len(self.series) + len(self.amd_series)
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 raise RuntimeError(f"prometheus exited with status {self._process.returncode}")
             try:
                 result = client.query(expr)
-                if result and int(result[0].value) >= len(self.series):
+                if result and int(result[0].value) >= expected:
                     return
             except Exception:  # noqa: BLE001 - not up yet
                 pass
             time.sleep(0.25)
-        raise TimeoutError(f"Prometheus did not scrape {len(self.series)} series within {timeout_seconds} s")
+        raise TimeoutError(f"Prometheus did not scrape {expected} series within {timeout_seconds} s")
 
     def ready(self) -> bool:
         try:

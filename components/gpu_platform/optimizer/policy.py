@@ -11,7 +11,8 @@ from typing import Any, Optional
 
 import yaml
 
-from .. import labels
+from .. import catalog, labels
+from .signals import NVIDIA_METRICS, VENDORS_WITH_SIGNAL
 
 ACTIONS = ("report", "annotate", "scale-down", "recommend")
 _DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
@@ -38,6 +39,8 @@ class PoolOption:
     gpu_memory_gib: int
     shared: bool = False
     """Time-slicing / MPS pool (several pods per GPU)."""
+    vendor: str = catalog.NVIDIA
+    """Accelerator vendor: an idle pod is only pointed at a pool of its own vendor."""
 
 
 @dataclass(frozen=True)
@@ -70,18 +73,26 @@ class Policy:
     min_replicas: int = 1
     """scale-down never goes below this (nor below an HPA's minReplicas)."""
     pools: tuple[PoolOption, ...] = field(default=())
+    vendors: tuple[str, ...] = (catalog.NVIDIA,)
+    """Vendors whose idleness signal is read (`signals.VENDORS_WITH_SIGNAL`): four queries each."""
 
     def __post_init__(self):
         if self.action not in ACTIONS:
             raise PolicyError(f"action: '{self.action}' is not one of {', '.join(ACTIONS)}")
         if not 0 <= self.utilization_threshold <= 100:
             raise PolicyError(f"utilizationThreshold: must be between 0 and 100, got {self.utilization_threshold}")
-        if self.metric not in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"):
+        if self.metric not in NVIDIA_METRICS:
             raise PolicyError(f"metric: '{self.metric}' is not DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE")
         for name in ("window", "min_observation", "cooldown", "step"):
             parse_duration(getattr(self, name), _camel(name))
         if self.min_replicas < 0:
             raise PolicyError(f"minReplicas: must be >= 0, got {self.min_replicas}")
+        if not self.vendors or any(v not in VENDORS_WITH_SIGNAL for v in self.vendors):
+            raise PolicyError(f"vendors: {list(self.vendors)} must be one or more of "
+                              f"{', '.join(VENDORS_WITH_SIGNAL)} (the vendors with a per-pod utilisation metric)")
+        for pool in self.pools:
+            if pool.vendor not in catalog.VENDORS:
+                raise PolicyError(f"pools: '{pool.name}' has unknown vendor '{pool.vendor}'")
         for item in self.excluded_labels:
             if "=" not in item:
                 raise PolicyError(f"excludedLabels: '{item}' is not key=value")
@@ -115,8 +126,9 @@ def policy_from_mapping(raw: dict[str, Any], base: Optional[Policy] = None) -> P
             raise PolicyError(f"{key}: unknown policy key")
         name = _FIELDS[key]
         if name == "pools":
-            value = tuple(PoolOption(p["name"], int(p["gpuMemoryGiB"]), bool(p.get("shared", False))) for p in value)
-        elif name in ("excluded_namespaces", "excluded_labels"):
+            value = tuple(PoolOption(p["name"], int(p["gpuMemoryGiB"]), bool(p.get("shared", False)),
+                                     str(p.get("vendor", catalog.NVIDIA))) for p in value)
+        elif name in ("excluded_namespaces", "excluded_labels", "vendors"):
             value = tuple(value)
         elif name == "utilization_threshold":
             value = float(value)
@@ -127,12 +139,16 @@ def policy_from_mapping(raw: dict[str, Any], base: Optional[Policy] = None) -> P
 
 
 def policy_to_mapping(policy: Policy) -> dict[str, Any]:
-    """The camelCase form written to the ConfigMap."""
+    """The camelCase form written to the ConfigMap. NVIDIA, the default vendor, is left implicit (``vendors`` and a
+    pool's ``vendor``), so an NVIDIA-only policy reads as it did before other vendors had a signal."""
     out: dict[str, Any] = {}
     for camel, name in _FIELDS.items():
         value = getattr(policy, name)
+        if name == "vendors" and value == Policy.vendors:
+            continue
         if name == "pools":
-            value = [{"name": p.name, "gpuMemoryGiB": p.gpu_memory_gib, "shared": p.shared} for p in value]
+            value = [{"name": p.name, "gpuMemoryGiB": p.gpu_memory_gib, "shared": p.shared,
+                      **({"vendor": p.vendor} if p.vendor != catalog.NVIDIA else {})} for p in value]
         elif isinstance(value, tuple):
             value = list(value)
         out[camel] = value

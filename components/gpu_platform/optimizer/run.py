@@ -17,7 +17,7 @@ from .analysis import Finding, analyse
 from .inventory import Inventory, load_inventory
 from .policy import ACTIONS, Policy, PolicyError, load_policy
 from .prometheus import PrometheusClient, PrometheusError
-from .queries import pod_queries
+from .queries import merge, signal_queries
 
 EXIT_OK, EXIT_USAGE, EXIT_PROMETHEUS, EXIT_KUBERNETES = 0, 2, 3, 4
 
@@ -44,12 +44,14 @@ def kubernetes_apis(kubeconfig: Optional[str]) -> tuple[Any, Any, Any]:
 
 def evaluate(prometheus: PrometheusClient, inventory_loader, policy: Policy, now: Optional[float] = None
              ) -> tuple[list[Finding], Inventory]:
-    """Run the constant query set, then load the inventory, then judge every pod."""
+    """Run the constant query set (four per vendor signal), then load the inventory, then judge every pod."""
     now = time.time() if now is None else now
-    queries = pod_queries(policy)
-    utilization, memory, first_seen, gpus = (prometheus.query(q, now) for q in queries.all())
+    answers = [(vendor, [prometheus.query(q, now) for q in queries.all()])
+               for vendor, queries in zip(policy.vendors, signal_queries(policy), strict=True)]
+    facts = merge(answers, policy)
     inventory = inventory_loader()
-    return analyse(utilization, memory, first_seen, gpus, inventory, policy, now), inventory
+    return analyse(facts.utilization, facts.memory_used_mib, facts.first_seen, facts.gpus, inventory, policy, now,
+                   facts.vendor), inventory
 
 
 def render_table(findings: list[Finding]) -> str:
