@@ -2,7 +2,8 @@
 ``python -m sentiment`` on 127.0.0.1, called over HTTP. No downloads.
 
 Two servers start in parallel once per module: ``main`` for the endpoints, bad input and mixed concurrent load;
-``drain`` (tiny queue, long batch wait) for overload and SIGTERM. Every loop is bounded in count and time.
+``drain`` (tiny queue, long batch wait) for overload and SIGTERM; ``rollout`` for SIGTERM with keep-alive
+connections open. Every loop is bounded in count and time.
 """
 
 import asyncio
@@ -11,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,10 +28,13 @@ sys.path.insert(0, str(APP_DIR))
 from make_model import build  # noqa: E402
 
 MAIN_ENV = {"MAX_BATCH_SIZE": "8", "MAX_WAIT_MS": "5", "MAX_QUEUE": "256", "MAX_TEXTS_PER_REQUEST": "16",
-            "MAX_TEXT_CHARS": "1000", "MAX_BODY_BYTES": "65536", "TORCH_THREADS": "1"}
+            "MAX_TEXT_CHARS": "1000", "MAX_BODY_BYTES": "65536", "TORCH_THREADS": "1",
+            "HEADER_TIMEOUT_S": "1", "BODY_TIMEOUT_S": "1", "SHUTDOWN_DELAY_S": "2"}
 # The main server runs the model in its worker process (the default), the drain server in-process: both paths.
 DRAIN_ENV = {"MAX_BATCH_SIZE": "64", "MAX_WAIT_MS": "30000", "MAX_QUEUE": "8", "MAX_TEXTS_PER_REQUEST": "4",
              "SHUTDOWN_DELAY_S": "4", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
+# SIGTERM with keep-alive connections open (a rolling update).
+ROLLOUT_ENV = {"MAX_WAIT_MS": "1", "SHUTDOWN_DELAY_S": "3", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
 TEXTS = ["I love using this product!", "terrible service, never again", "the delivery was late",
          "great quality for the price", "it works", "would not recommend", "okay i guess", "best app ever"]
 
@@ -99,7 +104,8 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def servers(model_dir):
-    started = {"main": Server(model_dir, MAIN_ENV), "drain": Server(model_dir, DRAIN_ENV)}
+    started = {"main": Server(model_dir, MAIN_ENV), "drain": Server(model_dir, DRAIN_ENV),
+               "rollout": Server(model_dir, ROLLOUT_ENV)}
     try:
         for server in started.values():
             server.wait_ready()
@@ -309,6 +315,7 @@ def test_overload_is_503_with_retry_after_then_sigterm_drains_in_flight_requests
                 await asyncio.sleep(0.05)
             answered = await asyncio.wait_for(asyncio.gather(*in_flight), 20)
             drained_in = time.monotonic() - sent_at
+            await asyncio.sleep(0.2)  # the client sees the keep-alive connections the server closed on SIGTERM
             late = await post("still routed here")
             return overloaded, answered, drained_in, ready_while_draining, late
 
@@ -328,21 +335,201 @@ def test_overload_is_503_with_retry_after_then_sigterm_drains_in_flight_requests
 
 
 # ---------------------------------------------------------------------------------------------------------
+# connection hygiene (the ``main`` server: HEADER_TIMEOUT_S=1, BODY_TIMEOUT_S=1)
+
+
+def raw_exchange(port: int, data: bytes, wait: float = 5.0) -> bytes:
+    """Send ``data`` on a fresh socket and read until the server closes it (bounded by ``wait``)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        sock.sendall(data)
+        got = b""
+        while chunk := sock.recv(65536):
+            got += chunk
+        return got
+
+
+def new_lines(server, since: int) -> str:
+    time.sleep(0.3)  # the log reader thread
+    return "".join(server.lines[since:])
+
+
+def test_client_leaving_mid_upload_is_client_aborted_not_model_error_and_one_log_line(main):
+    before, mark = main.metrics(), len(main.lines)
+    with socket.create_connection(("127.0.0.1", main.port), timeout=5) as sock:
+        sock.sendall(b"POST /analyze HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"text\": \"half")
+        time.sleep(0.2)
+    deadline = time.monotonic() + 5
+    while main.metrics()['inference_errors_total{reason="client_aborted"}'] == before[
+            'inference_errors_total{reason="client_aborted"}'] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    after = main.metrics()
+    for key, delta in [('inference_errors_total{reason="client_aborted"}', 1),
+                       ('inference_errors_total{reason="model_error"}', 0),
+                       ('inference_requests_total{status="499"}', 1), ('inference_requests_total{status="500"}', 0)]:
+        assert after[key] - before[key] == delta, key
+    log = new_lines(main, mark)
+    assert "Traceback" not in log
+    assert len([line for line in log.splitlines() if "closed the connection" in line]) == 1, log
+
+
+def test_request_head_sent_byte_by_byte_slower_than_header_timeout_is_disconnected(main):
+    head = b"POST /analyze HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 20\r\n\r\n"
+    mark = len(main.lines)
+    started = time.monotonic()
+    closed_after = None
+    with socket.create_connection(("127.0.0.1", main.port), timeout=5) as sock:
+        try:
+            for byte in head:  # 0.25 s a byte: the head would take 16 s, the timeout is 1 s
+                sock.sendall(bytes([byte]))
+                time.sleep(0.25)
+                if time.monotonic() - started > 6:
+                    break
+            closed_after = time.monotonic() - started if sock.recv(1) == b"" else None
+        except OSError:  # reset while sending into the closed connection
+            closed_after = time.monotonic() - started
+    assert closed_after is not None and closed_after < 4
+    assert "request head not complete after 1s (HEADER_TIMEOUT_S)" in new_lines(main, mark)
+
+
+def test_body_slower_than_body_timeout_is_408(main):
+    before = main.metrics()
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", main.port), timeout=10) as sock:
+        sock.sendall(b"POST /analyze HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"te")
+        got = b""
+        while b"}}" not in got:  # the whole JSON error (aiohttp then lingers a while for the rest of the body)
+            chunk = sock.recv(65536)
+            assert chunk, got
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 408 ")
+    assert b'"reason": "body_timeout"' in got and b"Connection: close" in got
+    assert time.monotonic() - started < 4
+    after = main.metrics()
+    assert after['inference_errors_total{reason="body_timeout"}'] - before[
+        'inference_errors_total{reason="body_timeout"}'] == 1
+
+
+@pytest.mark.parametrize("request_bytes", [b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nBad Header\r\n\r\n"],
+                         ids=["garbage-request-line", "bad-header"])
+def test_a_malformed_request_is_a_400_and_one_log_line_without_traceback(main, request_bytes):
+    mark = len(main.lines)
+    assert raw_exchange(main.port, request_bytes).startswith(b"HTTP/1.0 400 ")
+    log = new_lines(main, mark)
+    assert "Traceback" not in log
+    assert len(log.splitlines()) == 1 and "WARNING aiohttp.server: bad HTTP request from 127.0.0.1: 400" in log, log
+
+
+def test_expect_100_continue_with_an_oversized_content_length_is_413_without_100_continue(main):
+    before = main.metrics()
+    got = raw_exchange(main.port, b"POST /analyze HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n"
+                                  b"Expect: 100-continue\r\n\r\n")
+    assert got.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in got
+    assert b'"reason": "body_too_large"' in got
+    assert main.metrics()['inference_errors_total{reason="body_too_large"}'] == before[
+        'inference_errors_total{reason="body_too_large"}'] + 1
+    # Within the limit the client still gets its 100 Continue, then the answer.
+    body = b'{"text": "fine"}'
+    got = raw_exchange(main.port, b"POST /analyze HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: "
+                       + str(len(body)).encode() + b"\r\nExpect: 100-continue\r\n\r\n" + body)
+    assert got.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ")
+
+
+def test_a_number_of_60000_digits_is_reported_as_such_not_as_nesting(main):
+    # 60,000 digits: the main server's MAX_BODY_BYTES is 64 KiB (100,000 digits: the unit test).
+    status, _, body = main.analyze(b'{"text": ' + b"7" * 60_000 + b"}")
+    assert (status, body["error"]["reason"]) == (400, "invalid_json")
+    assert body["error"]["message"] == "body has a number with more than 4300 digits"
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"PORT": "99999"}, "configuration error: PORT: must be <= 65535, got 99999"),
+    ({"MAX_WAIT_MS": "inf"}, "configuration error: MAX_WAIT_MS: must be a finite number, got 'inf'"),
+    ({"MAX_WAIT_MS": "nan"}, "configuration error: MAX_WAIT_MS: must be a finite number, got 'nan'"),
+])
+def test_bad_settings_exit_2_with_the_documented_line(model_dir, env, message):
+    proc = subprocess.run([sys.executable, "-m", "sentiment"], cwd=APP_DIR, capture_output=True, text=True,
+                          env={**os.environ, "MODEL_PATH": str(model_dir), **env}, timeout=60)
+    assert (proc.returncode, proc.stderr.strip()) == (2, message)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a rolling update: SIGTERM with keep-alive connections open (the ``rollout`` server, SHUTDOWN_DELAY_S=3)
+
+
+def test_sigterm_closes_idle_keepalive_connections_and_every_answer_during_drain_says_connection_close(servers):
+    server = servers["rollout"]
+    url = f"http://127.0.0.1:{server.port}/analyze"
+    n = 16
+
+    async def scenario():
+        timeout = aiohttp.ClientTimeout(total=10)
+        connector = aiohttp.TCPConnector(limit=n, force_close=False, keepalive_timeout=60)
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+
+            async def post(i):
+                try:
+                    async with session.post(url, json={"text": TEXTS[i % len(TEXTS)]}) as resp:
+                        await resp.read()
+                        return resp.status, resp.headers.get("Connection", "")
+                except (aiohttp.ClientError, OSError) as err:
+                    return "error", repr(err)
+
+            first = await asyncio.gather(*(post(i) for i in range(n)))  # n keep-alive connections, now idle
+            raw = []  # and n more held on raw sockets, to watch the server close them
+            for _ in range(n):
+                sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")
+                raw.append(sock)
+            server.proc.send_signal(signal.SIGTERM)
+            for _ in range(40):  # until the signal is handled (bounded: 2 s)
+                if server.call("GET", "/readyz")[0] == 503:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.2)  # let the client see the closed connections
+            closed = 0
+            for sock in raw:
+                try:
+                    closed += sock.recv(1) == b""
+                except OSError:
+                    closed += 1
+                sock.close()
+            during = await asyncio.gather(*(post(i) for i in range(n)))  # one request per held connection
+            return first, closed, during
+
+    first, closed, during = asyncio.run(scenario())
+    assert first == [(200, "")] * n  # keep-alive before SIGTERM
+    assert closed == n  # idle keep-alive connections closed by the server at once
+    assert during == [(200, "close")] * n  # no reset, no connection error; every answer says Connection: close
+    assert server.proc.wait(timeout=30) == 0
+    closed_logged = re.search(r"draining: 0 texts pending, (\d+) idle connections closed", "".join(server.lines))
+    assert closed_logged and int(closed_logged.group(1)) >= 2 * n
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Last: a dead model worker (kills the main server's model process)
 
 
-def test_a_dead_model_worker_fails_liveness_and_answers_500_not_a_hang(main):
+def test_a_dead_model_worker_fails_readiness_at_once_then_the_process_exits_3(main):
     # The worker is spawned from the forward-pass thread: look in every thread's children (the other child is
     # multiprocessing's resource tracker).
     children = [c for task in Path(f"/proc/{main.proc.pid}/task").iterdir()
                 for c in (task / "children").read_text().split()
                 if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
     assert len(children) == 1, children  # the model worker
+    killed_at = time.monotonic()
     os.kill(int(children[0]), signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while main.call("GET", "/healthz")[0] != 503 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while main.call("GET", "/readyz")[0] != 503 and time.monotonic() < killed_at + 5:
+        time.sleep(0.02)
+    # At once (the worker's sentinel), not after a probe period; the server still answers (SHUTDOWN_DELAY_S=2).
+    assert time.monotonic() - killed_at < 1
+    assert main.call("GET", "/readyz")[::2] == (503, {"status": "failed"})
     assert main.call("GET", "/healthz")[::2] == (503, {"status": "failed"})
-    status, _, body = main.analyze({"text": "anyone there?"})
-    assert (status, body["error"]["reason"]) == (500, "model_error")
-    assert main.metrics()['inference_errors_total{reason="model_error"}'] == 1
+    status, headers, body = main.analyze({"text": "anyone there?"})
+    assert (status, body["error"]["reason"], headers["Retry-After"], headers["Connection"]) == (
+        503, "not_ready", "1", "close")
+    assert body["error"]["message"] == "model worker died"
+    # Then the process exits non-zero, so Kubernetes restarts the container (a fresh worker, a fresh model).
+    assert main.proc.wait(timeout=30) == 3
+    log = "".join(main.lines)
+    assert "model worker exited (code -9)" in log and "stopped (exit code 3)" in log, log

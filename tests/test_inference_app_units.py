@@ -69,6 +69,21 @@ def test_settings_defaults_and_overrides():
     assert from_env({"MODEL_ID": "distilbert/distilbert-base-uncased-finetuned-sst-2-english"}).model_source == (
         "distilbert/distilbert-base-uncased-finetuned-sst-2-english")
     assert (Settings().device, Settings().model_worker) == ("auto", "process")
+    assert (Settings().header_timeout_s, Settings().body_timeout_s) == (10.0, 30.0)
+    assert (from_env({"MODEL_PATH": "/m", "PORT": "65535"}).port, from_env({"MODEL_PATH": "/m", "PORT": "0"}).port) == (
+        65535, 0)
+    s = from_env({"MODEL_PATH": "/m", "HEADER_TIMEOUT_S": "2.5", "BODY_TIMEOUT_S": "7"})
+    assert (s.header_timeout_s, s.body_timeout_s) == (2.5, 7.0)
+
+
+def test_a_number_of_100000_digits_is_reported_as_such_and_deep_nesting_as_nesting():
+    with pytest.raises(BadRequest) as info:
+        parse_body(b'{"text": ' + b"9" * 100_000 + b"}", Limits(1 << 20, 3, 30))
+    assert (info.value.status, info.value.reason, info.value.message) == (
+        400, "invalid_json", "body has a number with more than 4300 digits")
+    with pytest.raises(BadRequest) as info:
+        parse_body(b"[" * 100_000, Limits(1 << 20, 3, 30))
+    assert info.value.message == "body is not valid JSON: nested too deeply"
 
 
 @pytest.mark.parametrize(
@@ -82,6 +97,12 @@ def test_settings_defaults_and_overrides():
         ({"MODEL_PATH": "/m", "DTYPE": "int4"}, "DTYPE: expected auto, float32"),
         ({"MODEL_PATH": "/m", "MAX_QUEUE": "8", "MAX_TEXTS_PER_REQUEST": "9"}, "MAX_TEXTS_PER_REQUEST: must be <="),
         ({"MODEL_PATH": "/m", "MODEL_WORKER": "fiber"}, "MODEL_WORKER: expected process or thread"),
+        ({"MODEL_PATH": "/m", "MAX_WAIT_MS": "inf"}, "MAX_WAIT_MS: must be a finite number, got 'inf'"),
+        ({"MODEL_PATH": "/m", "MAX_WAIT_MS": "nan"}, "MAX_WAIT_MS: must be a finite number, got 'nan'"),
+        ({"MODEL_PATH": "/m", "SHUTDOWN_DELAY_S": "-inf"}, "SHUTDOWN_DELAY_S: must be a finite number"),
+        ({"MODEL_PATH": "/m", "PORT": "99999"}, "PORT: must be <= 65535, got 99999"),
+        ({"MODEL_PATH": "/m", "HEADER_TIMEOUT_S": "0"}, "HEADER_TIMEOUT_S: must be > 0"),
+        ({"MODEL_PATH": "/m", "BODY_TIMEOUT_S": "0"}, "BODY_TIMEOUT_S: must be > 0"),
     ],
 )
 def test_settings_errors_name_the_variable(env, message):

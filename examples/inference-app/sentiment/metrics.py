@@ -4,7 +4,8 @@
 - ``inference_request_duration_seconds``: /analyze latency, receipt to answer (histogram).
 - ``inference_batch_size``: texts per forward pass (histogram).
 - ``inference_queue_depth``: texts waiting for a forward pass (gauge; the autoscaling signal).
-- ``inference_errors_total{reason}``: failed /analyze requests by reason (client errors, overload, model).
+- ``inference_errors_total{reason}``: failed /analyze requests by reason (client errors, overload, model, and
+  ``client_aborted`` / ``body_timeout``: the client left or sent its body too slowly, never ``model_error``).
 """
 
 from prometheus_client import (
@@ -21,9 +22,12 @@ from prometheus_client import (
 from .validation import CLIENT_ERROR_REASONS
 
 SERVER_ERROR_REASONS = ("overloaded", "not_ready", "model_error")
+# Neither the client's fault in the 4xx sense nor the model's: the client left, or sent its body too slowly.
+CONNECTION_ERROR_REASONS = ("client_aborted", "body_timeout")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-STATUSES = ("200", "400", "404", "405", "413", "422", "500", "503")
+# 499 (nginx's "client closed request"): the client closed the connection before its answer; nothing was sent.
+STATUSES = ("200", "400", "404", "405", "408", "413", "422", "499", "500", "503")
 
 # `*_created` series double the exposition for no use here.
 disable_created_metrics()
@@ -50,7 +54,7 @@ class Metrics:
         # Series exist at 0 from the start, so rate() and absent()-style alerts work before the first error.
         for status in STATUSES:
             self.requests.labels(status=status)
-        for reason in (*CLIENT_ERROR_REASONS, *SERVER_ERROR_REASONS):
+        for reason in (*CLIENT_ERROR_REASONS, *SERVER_ERROR_REASONS, *CONNECTION_ERROR_REASONS):
             self.errors.labels(reason=reason)
 
     def observe_batch(self, size: int, seconds: float) -> None:

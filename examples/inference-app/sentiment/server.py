@@ -2,8 +2,20 @@
 
 Lifecycle: the listener opens at once (so /healthz answers while the model loads); the model loads and warms
 up on the forward-pass thread; /readyz turns 200. On SIGTERM or SIGINT: /readyz turns 503, the batcher stops
-waiting for full batches, the server keeps serving for ``SHUTDOWN_DELAY_S`` (endpoints stop routing here), the
-listener closes, in-flight requests finish (up to ``DRAIN_TIMEOUT_S``), then the process exits 0.
+waiting for full batches, idle keep-alive connections are closed and every response carries ``Connection:
+close`` (so no client sends a request into a connection the server is about to close), the server keeps serving
+for ``SHUTDOWN_DELAY_S`` (endpoints stop routing here), the listener closes, in-flight requests finish (up to
+``DRAIN_TIMEOUT_S``), then the process exits 0.
+
+If the model worker process dies, /readyz and /healthz fail at once and the same drain runs, then the process
+exits 3 so Kubernetes restarts the container: a fresh process reloads the model, as an in-process restart would,
+but the restart shows in the pod's restart count and back-off instead of hiding a crashing worker (and a GPU left
+in a bad state by the crash gets a fresh context). Exit codes: 0 after SIGTERM, 1 model could not load, 2 bad
+configuration, 3 model worker died.
+
+Connection hygiene: request heads must arrive within ``HEADER_TIMEOUT_S`` (connections.py) and bodies within
+``BODY_TIMEOUT_S`` (408); a client that leaves mid-request is counted as ``client_aborted`` (status 499) and
+logged in one line; a malformed request is answered 400 by aiohttp and logged in one line, without a traceback.
 """
 
 import asyncio
@@ -14,16 +26,23 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .batcher import MicroBatcher, Overloaded
+from .connections import Connections
 from .metrics import Metrics
 from .settings import Settings, SettingsError, from_env
 from .validation import BadRequest, Limits, parse_body
 
 log = logging.getLogger("sentiment")
 STATE: web.AppKey["ServiceState"] = web.AppKey("state")
+EXIT_WORKER_DIED = 3
+
+
+class ClientAborted(Exception):
+    """The client closed the connection before its request was read or answered."""
 
 
 class ServiceState:
@@ -38,6 +57,9 @@ class ServiceState:
         self.ready = False
         self.draining = False
         self.load_error: Optional[BaseException] = None
+        self.worker_died = False
+        self.on_failure: Callable[[], None] = lambda: None  # serve() sets it: start draining, then exit 3
+        self.connections = Connections(settings.header_timeout_s)
         self.batcher = MicroBatcher(
             self._predict, settings.max_batch_size, settings.max_wait_ms / 1000.0, settings.max_queue,
             on_batch=self.metrics.observe_batch, on_queue=self.metrics.queue_depth.set,
@@ -57,8 +79,29 @@ class ServiceState:
             log.exception("could not load model from %s", self.settings.model_source)
             return
         self.ready = True
+        if hasattr(self.model, "sentinel"):  # a worker process: notice its death at once, not at the next batch
+            asyncio.get_running_loop().add_reader(self.model.sentinel, self._worker_exited)
         log.info("model %s ready on %s (%s) in %.1fs", self.settings.model_source,
                  getattr(self.model, "device", "?"), getattr(self.model, "dtype", "?"), time.perf_counter() - started)
+
+
+    def _worker_exited(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.model.sentinel)
+        self.worker_died = True
+        self.ready = False
+        log.error("model worker exited (code %s): failing readiness and exiting %d so Kubernetes restarts the pod",
+                  getattr(self.model, "exitcode", "?"), EXIT_WORKER_DIED)
+        self.on_failure()
+
+    def unwatch_worker(self) -> None:
+        """Before stopping the worker on purpose (shutdown)."""
+        if hasattr(self.model, "sentinel") and not self.worker_died:
+            asyncio.get_running_loop().remove_reader(self.model.sentinel)
+
+    @property
+    def healthy(self) -> bool:
+        return (self.load_error is None and not self.worker_died and self.batcher.alive
+                and getattr(self.model, "alive", True))
 
 
 def error_response(status: int, reason: str, message: str, headers: Optional[dict] = None) -> web.Response:
@@ -77,7 +120,15 @@ async def analyze(request: web.Request) -> web.Response:
     except BadRequest as err:
         status = err.status
         metrics.errors.labels(reason=err.reason).inc()
-        return web.json_response(err.body(), status=err.status)
+        response = web.json_response(err.body(), status=err.status)
+        if err.status == 408:
+            response.force_close()  # the rest of a late body is not worth waiting for on this connection
+        return response
+    except ClientAborted as err:
+        status = 499  # nothing is sent: the connection is gone
+        metrics.errors.labels(reason="client_aborted").inc()
+        log.info("client %s closed the connection %s", request.remote, err)
+        return error_response(499, "client_aborted", str(err))
     except Overloaded as err:
         status = 503
         metrics.errors.labels(reason="overloaded").inc()
@@ -95,31 +146,41 @@ async def analyze(request: web.Request) -> web.Response:
 async def _analyze(request: web.Request, state: ServiceState) -> web.Response:
     if not state.ready:
         state.metrics.errors.labels(reason="not_ready").inc()
-        return error_response(503, "not_ready", "model is loading" if not state.draining else "shutting down",
-                              {"Retry-After": str(state.settings.retry_after_s)})
+        message = ("model worker died" if state.worker_died else "shutting down" if state.draining
+                   else "model is loading")
+        return error_response(503, "not_ready", message, {"Retry-After": str(state.settings.retry_after_s)})
     limit = state.limits.max_body_bytes
     if request.content_length is not None and request.content_length > limit:
         raise BadRequest(413, "body_too_large", f"body is larger than {limit} bytes")
     try:
-        body = await request.read()
+        async with asyncio.timeout(state.settings.body_timeout_s):
+            body = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise BadRequest(413, "body_too_large", f"body is larger than {limit} bytes") from None
+    except TimeoutError:
+        raise BadRequest(408, "body_timeout",
+                         f"body not received within {state.settings.body_timeout_s:g}s") from None
+    except ConnectionError:  # aiohttp: ConnectionResetError("Connection lost") when the client leaves mid-body
+        raise ClientAborted("before its request body was complete") from None
     texts, batched = parse_body(body, state.limits)
     predictions = await state.batcher.submit(texts)
+    if request.transport is None:  # left while its texts were in the queue or the forward pass
+        raise ClientAborted("before its answer")
     results = [{"label": p.label, "score": round(p.score, 6)} for p in predictions]
     return web.json_response({"results": results} if batched else results[0])
 
 
 async def healthz(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    model_alive = getattr(state.model, "alive", True)
-    if state.load_error is not None or not state.batcher.alive or not model_alive:
+    if not state.healthy:
         return web.json_response({"status": "failed"}, status=503)
     return web.json_response({"status": "ok"})
 
 
 async def readyz(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    if not state.healthy:  # e.g. the model worker died: out of the endpoints at once, not after liveness fails
+        return web.json_response({"status": "failed"}, status=503)
     if state.ready and not state.draining:
         return web.json_response({"status": "ready"})
     return web.json_response({"status": "draining" if state.draining else "loading"}, status=503)
@@ -128,6 +189,64 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics_endpoint(request: web.Request) -> web.Response:
     registry = request.app[STATE].metrics.registry
     return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+@web.middleware
+async def track_connection(request: web.Request, handler: Callable) -> web.StreamResponse:
+    """Tell the connection's guard a request is inside the app (its head arrived; no header timeout now)."""
+    guard = request.app[STATE].connections.guard_of(request.protocol)
+    if guard is None:
+        return await handler(request)
+    guard.request_started()
+    try:
+        return await handler(request)
+    finally:
+        guard.request_finished()
+
+
+async def close_when_draining(request: web.Request, response: web.StreamResponse) -> None:
+    """From SIGTERM on, every response says ``Connection: close`` and the connection closes after it."""
+    if request.app[STATE].draining:
+        response.force_close()  # closes the connection after this response
+        # aiohttp 3.14 runs this hook after it derived the Connection header from keep-alive: set it here too.
+        response.headers["Connection"] = "close"
+
+
+async def expect_continue(request: web.Request) -> Optional[web.StreamResponse]:
+    """``Expect: 100-continue``: refuse an oversized Content-Length before the client sends the body."""
+    state = request.app[STATE]
+    limit = state.limits.max_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        state.metrics.requests.labels(status="413").inc()
+        state.metrics.errors.labels(reason="body_too_large").inc()
+        response = error_response(413, "body_too_large", f"body is larger than {limit} bytes")
+        response.force_close()  # the body was not read
+        return response
+    # The rest as aiohttp's default expect handler does it.
+    expect = request.headers.get("Expect", "")
+    if request.version != HttpVersion11:
+        return None
+    if expect.lower() != "100-continue":
+        raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the response proper has not started
+    return None
+
+
+class OneLineHttpErrors(logging.Filter):
+    """aiohttp logs each malformed request (``BadHttpMessage``) with a traceback, or only at debug level when it is
+    the connection's first request; make it one warning line either way, and drop aiohttp's other debug lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            detail = " ".join(str(exc.message).split())
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg, record.args = "bad HTTP request from %s: %s %s", (remote, exc.code, detail)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            return True
+        return record.levelno > logging.DEBUG
 
 
 @web.middleware
@@ -149,9 +268,10 @@ async def json_errors(request: web.Request, handler: Callable) -> web.StreamResp
 
 def create_app(settings: Settings, load_model: Optional[Callable[[Settings], Any]] = None) -> web.Application:
     """The aiohttp application; ``load_model(settings)`` returns an object with ``predict`` and ``warm_up``."""
-    app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[json_errors])
+    app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[track_connection, json_errors])
     app[STATE] = ServiceState(settings, load_model or load_classifier)
-    app.router.add_post("/analyze", analyze)
+    app.on_response_prepare.append(close_when_draining)
+    app.router.add_post("/analyze", analyze, expect_handler=expect_continue)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)
@@ -159,6 +279,7 @@ def create_app(settings: Settings, load_model: Optional[Callable[[Settings], Any
     async def close_batcher(app: web.Application) -> None:
         # After the server finished its requests: the batcher, then the model (its worker process).
         await app[STATE].batcher.close()
+        app[STATE].unwatch_worker()
         model = app[STATE].model
         if hasattr(model, "close"):
             model.close()
@@ -180,42 +301,51 @@ def load_classifier(settings: Settings) -> Any:
 
 
 async def serve(settings: Settings, load_model: Optional[Callable[[Settings], Any]] = None) -> int:
-    """Serve until SIGTERM/SIGINT, then drain. Returns the exit code (1 when the model could not load)."""
+    """Serve until SIGTERM/SIGINT (or the model worker's death), then drain. Returns the exit code: 0, 1 when the
+    model could not load, `EXIT_WORKER_DIED` when the model worker died."""
     app = create_app(settings, load_model)
     state = app[STATE]
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=settings.drain_timeout_s)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port, backlog=1024, reuse_address=True)
-    await site.start()
-    state.batcher.start()
-    port = runner.addresses[0][1] if runner.addresses else settings.port
-    log.info("listening on %s:%s", settings.host, port)
-
     loop = asyncio.get_running_loop()
+    # Our own listener instead of web.TCPSite: each connection gets a guard in front of aiohttp's protocol.
+    listener = await loop.create_server(state.connections.factory(runner.server), settings.host, settings.port,
+                                        backlog=1024, reuse_address=True)
+    state.batcher.start()
+    log.info("listening on %s:%s", settings.host, listener.sockets[0].getsockname()[1])
+
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    state.on_failure = stop.set
     load = loop.create_task(state.load())
     stopped = loop.create_task(stop.wait())
     await asyncio.wait({load, stopped}, return_when=asyncio.FIRST_COMPLETED)
     if not stop.is_set() and state.load_error is None:
         await stopped
-    exit_code = 1 if state.load_error is not None else 0
+    exit_code = 1 if state.load_error is not None else EXIT_WORKER_DIED if state.worker_died else 0
     state.draining = True
     state.batcher.drain()  # queued texts leave now, not after MAX_WAIT_MS
-    log.info("draining: %d texts pending", state.batcher.pending)
-    if exit_code == 0 and settings.shutdown_delay_s:
+    closed = state.connections.close_idle()
+    log.info("draining: %d texts pending, %d idle connections closed", state.batcher.pending, closed)
+    if exit_code != 1 and settings.shutdown_delay_s:  # 1: never ready, so no endpoint routes here
         await asyncio.sleep(settings.shutdown_delay_s)
+    listener.close()
     await runner.cleanup()
     if not load.done():
         load.cancel()
-    log.info("stopped")
+    log.info("stopped (exit code %d)", exit_code)
     return exit_code
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # DEBUG reaches the filter, which keeps only the malformed-request lines of it (aiohttp logs the first
+    # request of a connection that fails to parse at debug level: garbage would otherwise leave no trace).
+    server_log = logging.getLogger("aiohttp.server")
+    server_log.setLevel(logging.DEBUG)
+    server_log.addFilter(OneLineHttpErrors())
     try:
         settings = from_env()
     except SettingsError as err:

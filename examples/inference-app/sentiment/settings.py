@@ -1,5 +1,6 @@
 """Service settings, read once from the environment (every knob has a default that suits a GPU pod)."""
 
+import math
 import os
 from dataclasses import dataclass, fields
 from typing import Optional
@@ -49,6 +50,11 @@ class Settings:
     """Longest to wait for in-flight requests once the listener is closed."""
     retry_after_s: int = 1
     """``Retry-After`` of 503 answers."""
+    header_timeout_s: float = 10.0
+    """Longest a request head (request line and headers) may take to arrive, from its first byte; then the
+    connection is closed (slow clients, slowloris)."""
+    body_timeout_s: float = 30.0
+    """Longest a request body may take to arrive once its head is in; then 408 and the connection is closed."""
 
     @property
     def model_source(self) -> str:
@@ -60,6 +66,8 @@ def _convert(name: str, kind: type, raw: str):
         value = kind(raw)
     except ValueError:
         raise SettingsError(f"{name.upper()}: expected {kind.__name__}, got {raw!r}") from None
+    if kind is float and not math.isfinite(value):  # "inf" and "nan" parse as floats
+        raise SettingsError(f"{name.upper()}: must be a finite number, got {raw!r}")
     if kind in (int, float) and value < 0:
         raise SettingsError(f"{name.upper()}: must be >= 0, got {raw!r}")
     return value
@@ -86,6 +94,11 @@ def from_env(env: Optional[dict] = None) -> Settings:
                  "max_sequence_length"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"{name.upper()}: must be >= 1")
+    if settings.port > 65535:
+        raise SettingsError(f"PORT: must be <= 65535, got {settings.port}")
+    for name in ("header_timeout_s", "body_timeout_s"):
+        if getattr(settings, name) <= 0:
+            raise SettingsError(f"{name.upper()}: must be > 0")
     if settings.max_texts_per_request > settings.max_queue:
         raise SettingsError("MAX_TEXTS_PER_REQUEST: must be <= MAX_QUEUE (a request must fit in the queue)")
     return settings

@@ -5,6 +5,7 @@ Accepted: ``{"text": "..."}`` or ``{"text": ["...", ...]}`` as UTF-8 JSON, whate
 """
 
 import json
+import sys
 from dataclasses import dataclass
 
 
@@ -45,10 +46,14 @@ def parse_body(body: bytes, limits: Limits) -> tuple[list[str], bool]:
         raise BadRequest(400, "invalid_utf8", f"body is not UTF-8 (byte {err.start})") from None
     try:
         payload = json.loads(decoded)
-    except (ValueError, RecursionError) as err:
-        # RecursionError: deeply nested arrays must be a 400, not a crash.
-        detail = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deeply"
-        raise BadRequest(400, "invalid_json", f"body is not valid JSON: {detail}") from None
+    except json.JSONDecodeError as err:
+        raise BadRequest(400, "invalid_json", f"body is not valid JSON: {err.msg}") from None
+    except RecursionError:  # deeply nested arrays must be a 400, not a crash
+        raise BadRequest(400, "invalid_json", "body is not valid JSON: nested too deeply") from None
+    except ValueError:
+        # The only other ValueError json.loads raises: an integer longer than Python converts (CVE-2020-10735).
+        raise BadRequest(400, "invalid_json", f"body has a number with more than {sys.get_int_max_str_digits()} "
+                         "digits") from None
     if not isinstance(payload, dict):
         raise BadRequest(400, "wrong_type", 'body must be a JSON object like {"text": "..."}')
     if "text" not in payload:

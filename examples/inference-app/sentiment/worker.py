@@ -7,7 +7,8 @@ CUDA or OpenMP state) holds the tokenizer and the model; batches go over a pipe 
 scores per batch). `ModelProcess` has the `classifier.Classifier` interface, so the batcher does not care.
 
 The worker ignores SIGINT and SIGTERM: the server drains first, then stops it (`close`). If it dies, `predict`
-raises and `alive` turns false, so /healthz fails and Kubernetes restarts the pod.
+raises, `alive` turns false and `sentinel` (a file descriptor) turns readable: the server watches it, fails
+/readyz and /healthz at once and exits with code 3, so Kubernetes restarts the pod (see server.py).
 """
 
 import contextlib
@@ -75,6 +76,17 @@ class ModelProcess:
     @property
     def alive(self) -> bool:
         return self._process.is_alive()
+
+    @property
+    def sentinel(self) -> int:
+        """A file descriptor that turns readable when the worker process ends (for ``loop.add_reader``)."""
+        return self._process.sentinel
+
+    @property
+    def exitcode(self) -> "int | None":
+        """The worker's exit code (negative: killed by that signal); call once `sentinel` is readable."""
+        self._process.join(1.0)  # the sentinel turns readable as the process ends, a moment before it is reaped
+        return self._process.exitcode
 
     def predict(self, texts: list[str]) -> list[Prediction]:
         return [Prediction(label, score) for label, score in self._call("predict", list(texts))]

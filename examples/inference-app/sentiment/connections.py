@@ -1,0 +1,121 @@
+"""Per-connection guard in front of aiohttp's protocol: header read timeout, and closing idle keep-alives on drain.
+
+aiohttp's server has a keep-alive timeout but no header timeout: a client that sends its request head a byte at
+a time (slowloris) holds a connection for as long as it likes. A `Guard` sits between the transport and
+aiohttp's protocol and passes every call through; it starts a timer at the first byte of a request and closes the
+connection if the request has not reached the app (its head complete) within ``header_timeout`` seconds. Idle
+keep-alive connections (no bytes waiting) are not timed here: the keep-alive timeout covers them, and it must stay
+longer than a load balancer's idle timeout.
+
+`Connections` tracks the guards, so that on SIGTERM the server can close every idle keep-alive connection at once
+(a client then opens a new one instead of sending its next request into a connection the server is about to
+close: that race is what resets requests on a rollout); busy connections close after their response, which
+carries ``Connection: close``.
+"""
+
+import asyncio
+import logging
+from typing import Any, Callable, Optional
+
+log = logging.getLogger("sentiment")
+
+
+class Guard(asyncio.Protocol):
+    """Wraps one aiohttp protocol; the app tells it when a request starts and ends (`Connections.request`)."""
+
+    def __init__(self, inner: Any, connections: "Connections"):
+        self.inner = inner
+        self.connections = connections
+        self.transport: Optional[asyncio.Transport] = None
+        self.busy = 0  # requests of this connection inside the app
+        self.served = 0  # requests of this connection the app finished
+        self._timer: Optional[asyncio.TimerHandle] = None
+
+    # -- asyncio.Protocol, passed through ---------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.connections.add(self)
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.busy and self._timer is None and data:  # the first byte of a request head
+            self._timer = asyncio.get_running_loop().call_later(self.connections.header_timeout, self._timed_out)
+        self.inner.data_received(data)
+
+    def eof_received(self) -> Optional[bool]:
+        return self.inner.eof_received()
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self._cancel_timer()
+        self.connections.discard(self)
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    # -- state ------------------------------------------------------------------------------------------
+    @property
+    def idle(self) -> bool:
+        """An idle keep-alive connection: it served a request, has none inside the app and no bytes of the next
+        one received, so closing it loses nothing. A connection that has served nothing yet is not idle: its
+        client has just connected and its request is probably on the wire."""
+        return self.served > 0 and not self.busy and self._timer is None
+
+    def request_started(self) -> None:
+        self.busy += 1
+        self._cancel_timer()
+
+    def request_finished(self) -> None:
+        self.busy -= 1
+        self.served += 1
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        if self.busy or self.transport is None:
+            return
+        peer = self.transport.get_extra_info("peername")
+        log.info("closed connection from %s: request head not complete after %gs (HEADER_TIMEOUT_S)",
+                 peer[0] if peer else "?", self.connections.header_timeout)
+        self.close()
+
+
+class Connections:
+    """The open connections, each behind a `Guard`; ``factory`` wraps aiohttp's protocol factory."""
+
+    def __init__(self, header_timeout: float):
+        self.header_timeout = header_timeout
+        self._guards: dict[Any, Guard] = {}  # aiohttp protocol -> its guard
+
+    def factory(self, make_protocol: Callable[[], Any]) -> Callable[[], Guard]:
+        return lambda: Guard(make_protocol(), self)
+
+    def add(self, guard: Guard) -> None:
+        self._guards[guard.inner] = guard
+
+    def discard(self, guard: Guard) -> None:
+        self._guards.pop(guard.inner, None)
+
+    def __len__(self) -> int:
+        return len(self._guards)
+
+    def guard_of(self, protocol: Any) -> Optional[Guard]:
+        return self._guards.get(protocol)
+
+    def close_idle(self) -> int:
+        """Close every idle keep-alive connection (drain); returns how many."""
+        idle = [g for g in self._guards.values() if g.idle]
+        for guard in idle:
+            guard.close()
+        return len(idle)
