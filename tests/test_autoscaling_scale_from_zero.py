@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform import catalog, versions
+from gpu_platform import catalog
 from gpu_platform.clouds.gcp import options as gcp_options
 from gpu_platform.clouds.gcp import pools as gcp_pools
 from gpu_platform.config import parse_config, strip_namespace
-from gpu_platform.kube import inference_objects, tpu_objects, training_objects
+from gpu_platform.kube import autoscaling_plan, inference_objects, tpu_objects, training_objects
 from gpu_platform.kube.workloads import chosen_pool, inference_args, spec_from_args
 from gpu_platform.plan import load_stack_file
-from gpu_platform.pools import training_pool
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
 REFERENCE_STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
@@ -34,14 +33,8 @@ def planned_inference_pool(config):
 
 
 def planned_training(config):
-    """(pool, team) of the reference training job, or None where the platform plans none (platform.py's training
-    layer: training enabled, a training pool whose vendor has a training image, a first team with a quota of the
-    pool's resource)."""
-    pool, teams = training_pool(config.gpu_pools()), config.teams
-    if (not config.training.enabled or pool is None or not teams or pool.vendor not in versions.TRAINING_IMAGES
-            or teams[0].quota_of(pool.resource) < 1):
-        return None
-    return pool, teams[0]
+    """(pool, team) of the reference training job, or None where the platform plans none."""
+    return autoscaling_plan.reference_training(config, config.gpu_pools())
 
 
 def tpu_slice_pools(config):

@@ -9,8 +9,8 @@ import functools
 import pytest
 
 from gpu_platform import catalog, labels, plan, versions
+from gpu_platform.kube import autoscaling_plan
 from gpu_platform.kube import kueue_objects as ko
-from gpu_platform.pools import training_pool
 from gpu_platform.priorities import PER_GPU_TIERS, TIERS
 
 STACKS = sorted(plan.discover_stacks())
@@ -113,13 +113,13 @@ def test_kueue_release_is_pinned(stack):
 def test_reference_training_job(stack):
     config = planned(stack).config
     jobs = objects(stack, "Job")
-    team = config.teams[0] if config.teams else None
-    pool = training_pool(config.gpu_pools())
     # PyTorch DDP over NCCL/RCCL: NVIDIA and AMD pools only (Neuron and TPU pools need other programs).
-    if not (config.training.enabled and team and pool and pool.vendor in ("nvidia", "amd")
-            and team.quota_of(pool.resource)):
+    planned_job = autoscaling_plan.reference_training(config, config.gpu_pools())
+    if planned_job is None:
         assert "reference-training" not in jobs
         return
+    pool, team = planned_job
+    assert pool.vendor in ("nvidia", "amd")
     job = jobs["reference-training"]
     assert job["metadata"]["namespace"] == team.name
     spec = job["spec"]

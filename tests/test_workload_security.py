@@ -79,9 +79,7 @@ def platform_pods(stack: str) -> set[tuple[str, str]]:
         pods |= OPTIMIZER_PODS
     if any(p.vendor == catalog.AWS_NEURON for p in pools):
         pods |= NEURON_PODS
-    tpu_pool = next((p for p in pools if p.vendor == catalog.GOOGLE_TPU and p.role == "training"), None)
-    if (cfg.training.enabled and cfg.scheduling.kueue and tpu_pool is not None
-            and any(t.quota_of(tpu_pool.resource) > 0 for t in cfg.teams)):
+    if autoscaling_plan.reference_tpu_slice(cfg, pools) is not None:
         pods |= TPU_EXAMPLE_PODS
     return pods
 

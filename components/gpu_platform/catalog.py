@@ -6,6 +6,7 @@ Google Cloud GPU machine types (accelerator-optimized A2/A3/G2, N1 with attached
 """
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import labels
@@ -166,6 +167,12 @@ def vendor_of(gpu_model: str) -> AcceleratorVendor:
     alone before vendors existed, and a pool built by hand may name a model loosely)."""
     model = GPU_MODELS.get(gpu_model)
     return model.accelerator if model is not None else VENDORS[NVIDIA]
+
+
+def advertised_resources(gpu_models: Iterable[str]) -> tuple[str, ...]:
+    """Every extended resource pools of these models advertise, in order, each once (what team quotas may name and
+    Kueue queues cover)."""
+    return tuple(dict.fromkeys(r for model in gpu_models for r in vendor_of(model).resources))
 
 
 def mig_instances_per_gpu(model: GpuModel, profile: str) -> int:

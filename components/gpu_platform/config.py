@@ -32,7 +32,7 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
     gpu_pool,
 )
 from .errors import ConfigError, did_you_mean, one_of
-from .kube.autoscaling_plan import check_platform_autoscalers
+from .kube.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
 from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
 from .pools import SHARING_MODES, Sharing
 
@@ -368,11 +368,6 @@ def parse_team(raw_value: Any, path: str,
     )
 
 
-def advertised_resources(pools: list[NodePoolConfig]) -> tuple[str, ...]:
-    """Every accelerator resource the node pools advertise, in pool order (what team quotas may name)."""
-    return tuple(dict.fromkeys(r for p in pools for r in catalog.vendor_of(p.gpu_model).resources))
-
-
 def _section(raw: Mapping, key: str) -> Mapping:
     value = raw.get(key)
     return {} if value is None else as_mapping(value, key)
@@ -582,7 +577,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     if gpu_software is None:
         gpu_software = default_gpu_software(cloud, pools)
     _unique([p.name for p in pools], "nodePools", "pool")
-    advertised = advertised_resources(pools)
+    advertised = catalog.advertised_resources(p.gpu_model for p in pools)
     teams = [parse_team(t, join("teams", i), advertised) for i, t in enumerate(read_list(raw, "teams", ""))]
     _unique([t.name for t in teams], "teams", "team")
     config = PlatformConfig(
@@ -654,15 +649,15 @@ def _check_software(config: PlatformConfig, explicit_software: bool) -> None:
 def _check_tpu_example(config: PlatformConfig, pools: list) -> None:
     """The TPU layer's example JobSet gang-admits one whole slice: the first team with a TPU quota must hold one
     (`kube.tpu.TpuSliceJob` refuses less; checked here so nothing is registered first)."""
-    tpu = next((p for p in pools if p.vendor == catalog.GOOGLE_TPU and p.role == "training"), None)
-    if tpu is None or not config.training.enabled or not config.scheduling.kueue:
+    planned = reference_tpu_slice(config, pools)
+    if planned is None:
         return
-    pool_config = next(c for c in config.node_pools if c.name == tpu.name)
-    team_index = next((i for i, t in enumerate(config.teams) if t.quota_of(tpu.resource) > 0), None)
-    topology = options_module(config.cloud).tpu_topology(pool_config)
-    if team_index is None or topology is None:
+    tpu, team = planned
+    topology = options_module(config.cloud).tpu_topology(next(c for c in config.node_pools if c.name == tpu.name))
+    if topology is None:
         return
-    chips, quota = catalog.tpu_chips(topology), config.teams[team_index].quota_of(tpu.resource)
+    team_index = config.teams.index(team)
+    chips, quota = catalog.tpu_chips(topology), team.quota_of(tpu.resource)
     if quota < chips:
         raise ConfigError(join(join("teams", team_index), f"quotas.{tpu.resource}"),
                           f"the example JobSet takes a whole {topology} slice of pool '{tpu.name}' ({chips} chips); "

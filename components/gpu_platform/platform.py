@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from . import catalog, versions
+from . import catalog
 from .clouds.handle import ClusterHandle
 from .config import PlatformConfig, parse_config, strip_namespace
 from .errors import ConfigError
@@ -74,6 +74,11 @@ class GpuPlatform(pulumi.ComponentResource):
         """Each layer takes the pools as `GpuPoolSpec`s and the cluster's Kubernetes provider."""
         config = self.config
         specs = [p.spec() for p in self.pools]
+
+        def specs_of(*vendors: str) -> list:
+            """The specs of the pools of these accelerator vendors (each vendor's layer takes its own pools)."""
+            return [s for p, s in zip(self.pools, specs, strict=True) if p.vendor in vendors]
+
         # Layers in dependency order; each stores its component in self.layers[<layer>] and passes
         # depends_on through self._k8s_opts([...]) where it needs an earlier layer (CRDs, webhooks).
         # [layer: network_policy]
@@ -96,7 +101,7 @@ class GpuPlatform(pulumi.ComponentResource):
                                                       opts=self._k8s_opts())
         # [layer: nvidia]
         monitoring = self.layers.get("monitoring")
-        nvidia_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.NVIDIA]
+        nvidia_specs = specs_of(catalog.NVIDIA)
         # The NVIDIA software runs where there are NVIDIA pools (or no accelerator pool at all: a cluster whose GPU
         # nodes join later, as on existing clusters); a cluster of other vendors' accelerators gets none of it.
         if nvidia_specs or not specs:
@@ -111,7 +116,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: neuron]
-        neuron_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.AWS_NEURON]
+        neuron_specs = specs_of(catalog.AWS_NEURON)
         if neuron_specs:
             from .kube.neuron import NeuronStack
 
@@ -125,7 +130,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: amd]
-        amd_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.AMD]
+        amd_specs = specs_of(catalog.AMD)
         if amd_specs:
             from .kube.amd import AmdGpuStack
 
@@ -142,7 +147,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: tpu]
-        tpu_specs = [s for p, s in zip(self.pools, specs, strict=True) if p.vendor == catalog.GOOGLE_TPU]
+        tpu_specs = specs_of(catalog.GOOGLE_TPU)
         if tpu_specs:
             from .kube.tpu import TpuJobSet
 
@@ -195,17 +200,17 @@ class GpuPlatform(pulumi.ComponentResource):
             for team, team_config in zip(teams, config.teams, strict=True)
         }
         # [layer: training]
+        from .kube.autoscaling_plan import reference_tpu_slice, reference_training
         from .kube.kueue_objects import preferred_topology_level
         from .kube.priority_objects import workload_class_name
         from .kube.training import TrainingWorkload
-        from .pools import training_pool
         from .priorities import HIGH, INFERENCE_CRITICAL, MEDIUM
 
-        train_pool, team = training_pool(self.pools), (config.teams[0] if config.teams else None)
         # The reference job is PyTorch DDP on NVIDIA or AMD GPUs (a TPU slice's job is the TPU layer's; the
         # configuration refuses training on Neuron pools).
-        if (config.training.enabled and train_pool is not None and team is not None
-                and train_pool.vendor in versions.TRAINING_IMAGES and team.quota_of(train_pool.resource) > 0):
+        planned_training = reference_training(config, self.pools)
+        if planned_training is not None:
+            train_pool, team = planned_training
             per_gpu = config.scheduling.per_gpu_priority_classes
             self.layers["training"] = TrainingWorkload(f"{name}-training", {
                 "pool": train_pool.spec(),
@@ -225,12 +230,11 @@ class GpuPlatform(pulumi.ComponentResource):
         # [layer: tpu example]
         # The reference training workload of a TPU slice: a JobSet on the first training-role TPU pool, in the first
         # team with a google.com/tpu quota, through Kueue (after JobSet's release, Kueue and the team's namespace).
-        tpu_pool = next((p for p in self.pools if p.vendor == catalog.GOOGLE_TPU and p.role == "training"), None)
-        tpu_team = next((t for t in config.teams if tpu_pool is not None and t.quota_of(tpu_pool.resource) > 0), None)
-        if (config.training.enabled and "tpu" in self.layers and tpu_pool is not None and tpu_team is not None
-                and scheduling.release is not None):
+        planned_slice = reference_tpu_slice(config, self.pools)
+        if planned_slice is not None:
             from .kube.tpu import TpuSliceJob
 
+            tpu_pool, tpu_team = planned_slice
             tenancy = self.layers["tenancy"][tpu_team.name]
             self.layers["tpu_example"] = TpuSliceJob(f"{name}-tpu-slice-job", {
                 "pool": tpu_pool.spec(),
@@ -273,7 +277,7 @@ class GpuPlatform(pulumi.ComponentResource):
             # vendor's per-pod utilisation (DCGM, AMD's exporter), so it looks after the pools of vendors that have
             # one (`PlatformConfig.runs_optimizer`, `optimizer.signals`).
             self.layers["optimizer"] = GpuOptimizer(f"{name}-optimizer", {
-                "pools": [s for p, s in zip(self.pools, specs, strict=True) if p.vendor in VENDORS_WITH_SIGNAL],
+                "pools": specs_of(*VENDORS_WITH_SIGNAL),
                 "prometheus_url": monitoring.prometheus_url,
                 "prometheus_namespace": monitoring.namespace,
                 "action": config.optimizer.action,

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Optional
 
-from .. import labels
+from .. import catalog, labels
 from ..pools import GpuPool
 from . import metric_names as m
 
@@ -327,7 +327,7 @@ ACCELERATOR_RECORDS = (TEAM_ACCELERATOR_ALLOCATED, TEAM_ACCELERATOR_QUOTA, POOL_
 
 def other_accelerator_resources(pools: Sequence[GpuPool]) -> list[str]:
     """The extended resources of the pools' non-NVIDIA accelerators, in pool order (NVIDIA's have the GPU rules)."""
-    return list(dict.fromkeys(r for p in pools if p.resource != "nvidia.com/gpu" for r in p.resources))
+    return [r for r in catalog.advertised_resources(p.gpu_model for p in pools) if r != catalog.NVIDIA_GPU_RESOURCE]
 
 
 def ksm_resource(resource: str) -> str:

@@ -8,7 +8,8 @@ VPA/HPA rule to them while the configuration is parsed, so a conflicting stack f
 
 from typing import Any, Optional
 
-from ..config_model import PlatformConfig
+from .. import catalog
+from ..config_model import PlatformConfig, TeamConfig
 from ..errors import ConfigError
 from ..pools import GpuPool, training_pool
 from ..versions import TRAINING_IMAGES
@@ -31,15 +32,32 @@ def inference_target(namespace: str, name: str = inference_objects.APP_NAME) -> 
     return VpaTarget(namespace, "Deployment", name, "apps/v1")
 
 
-def training_namespace(config: PlatformConfig, pools: list[GpuPool]) -> Optional[str]:
-    """The team namespace the training layer puts the reference job in, or None when it builds none (the same
-    conditions as the training layer: enabled, a training pool of a vendor it has an image for, a first team with a
-    quota of its accelerator)."""
+def reference_training(config: PlatformConfig, pools: list[GpuPool]) -> Optional[tuple[GpuPool, TeamConfig]]:
+    """(pool, team) of the reference training job, or None when the platform builds none: training enabled, a
+    training pool of a vendor it has an image for, a first team with a quota of that pool's accelerator. The
+    training layer (`platform.GpuPlatform`) builds exactly when this says so."""
     team, pool = (config.teams[0] if config.teams else None), training_pool(pools)
     if (config.training.enabled and pool is not None and team is not None and pool.vendor in TRAINING_IMAGES
             and team.quota_of(pool.resource) > 0):
-        return team.name
+        return pool, team
     return None
+
+
+def reference_tpu_slice(config: PlatformConfig, pools: list[GpuPool]) -> Optional[tuple[GpuPool, TeamConfig]]:
+    """(pool, team) of the TPU layer's example JobSet, or None when the platform builds none: training enabled,
+    Kueue on (the JobSet is gang-admitted through it), the first training-role TPU pool, the first team with a
+    quota of its chips."""
+    if not (config.training.enabled and config.scheduling.kueue):
+        return None
+    pool = next((p for p in pools if p.vendor == catalog.GOOGLE_TPU and p.role == "training"), None)
+    team = next((t for t in config.teams if pool is not None and t.quota_of(pool.resource) > 0), None)
+    return (pool, team) if pool is not None and team is not None else None
+
+
+def training_namespace(config: PlatformConfig, pools: list[GpuPool]) -> Optional[str]:
+    """The team namespace the training layer puts the reference job in, or None when it builds none."""
+    planned = reference_training(config, pools)
+    return planned[1].name if planned is not None else None
 
 
 def inference_pool_of(config: PlatformConfig, pools: list[GpuPool]) -> Optional[GpuPool]:

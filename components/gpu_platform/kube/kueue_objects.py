@@ -121,8 +121,7 @@ def gpu_capacity(pool: GpuPool) -> int:
 def accelerator_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:
     """The accelerator resources the queues cover: every resource a pool advertises, in pool order (``nvidia.com/gpu``
     alone without pools, so GPU jobs queue rather than fail until a pool exists)."""
-    found = dict.fromkeys(r for plan in plans for r in plan.pool.resources)
-    return tuple(found) or (GPU_RESOURCE,)
+    return catalog.advertised_resources(plan.pool.gpu_model for plan in plans) or (GPU_RESOURCE,)
 
 
 def covered_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:

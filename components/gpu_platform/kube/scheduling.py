@@ -28,13 +28,13 @@ from typing import Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import config, priorities, versions
+from .. import catalog, config, priorities, versions
 from ..component_args import Args, choice
 from ..pools import GpuPoolSpec
 from . import kueue_objects, namespace_security, priority_objects
 from .common import check_pool_set, child_opts, helm_release, pools_of
 from .custom_object import KubernetesObject
-from .teams import TeamSpec, advertised_resources, check_team, team_of, team_rules
+from .teams import TeamSpec, check_team, team_of, team_rules
 
 
 class SchedulingPolicyArgs(TypedDict, total=False):
@@ -67,7 +67,7 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
     pools, teams = checked.get("pools", []), checked.get("teams", [])
     check_pool_set(checker, pools)
     checker.unique([t["name"] for t in teams], "teams", "team name")
-    advertised = advertised_resources(pools_of(pools)) if pools else None
+    advertised = catalog.advertised_resources(p.gpu_model for p in pools_of(pools)) if pools else None
     for i, team in enumerate(teams):
         check_team(checker, team, f"teams[{i}]", advertised)
     if checked.get("kueue", True):

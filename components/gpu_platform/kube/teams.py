@@ -8,7 +8,6 @@ from typing_extensions import Required
 from .. import catalog
 from ..component_args import DNS_LABEL, Args, Rule, at_least
 from ..config_model import TeamConfig, accelerator_devices
-from ..pools import GpuPool
 
 
 class TeamSpec(TypedDict, total=False):
@@ -56,11 +55,6 @@ def check_team(checker: Args, team: dict[str, Any], path: str, advertised: Optio
     quota = team.get("gpu_quota", quotas.get(catalog.NVIDIA_GPU_RESOURCE, 0))
     if lending is not None and lending > quota:
         checker.fail(f"{path}.lending_limit", f"cannot exceed gpu_quota ({quota}), got {lending}")
-
-
-def advertised_resources(pools: Sequence[GpuPool]) -> tuple[str, ...]:
-    """Every accelerator resource the pools advertise, in pool order: what team quotas may name."""
-    return tuple(dict.fromkeys(r for pool in pools for r in pool.resources))
 
 
 def team_spec(team: TeamConfig) -> TeamSpec:

@@ -6,12 +6,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
+from .. import catalog
 from ..component_args import DNS_LABEL, Args, choice
 from ..pools import GpuPoolSpec
 from . import kueue_objects, namespace_security, tenancy_objects
 from .common import DNS_SUBDOMAIN, check_pool_set, child_opts, pools_of
 from .custom_object import KubernetesObject
-from .teams import TeamSpec, advertised_resources, check_team, team_of, team_rules
+from .teams import TeamSpec, check_team, team_of, team_rules
 
 
 class TeamNamespaceArgs(TypedDict, total=False):
@@ -50,7 +51,8 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
     checker = Args("TeamNamespace", name)
     checked = checker.check(args, TeamNamespaceArgs, RULES)
     pools = checked.get("pools", [])
-    check_team(checker, checked["team"], "team", advertised_resources(pools_of(pools)) if pools else None)
+    advertised = catalog.advertised_resources(p.gpu_model for p in pools_of(pools)) if pools else None
+    check_team(checker, checked["team"], "team", advertised)
     check_pool_set(checker, pools)
     return checked
 

@@ -32,20 +32,25 @@ class GpuSeries:
     model: str = "NVIDIA H100 80GB HBM3"
 
 
+def _exposition(families: list[tuple[str, str, list[tuple[str, float]]]]) -> str:
+    """Prometheus text exposition of gauge families: ``(name, help, [(labels, value), ...])``."""
+    lines: list[str] = []
+    for name, help_text, samples in families:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        lines += [f"{name}{{{labels}}} {value}" for labels, value in samples]
+    return "\n".join(lines) + "\n"
+
+
 def dcgm_exposition(series: list[GpuSeries]) -> str:
     """The exporter's text exposition for ``series`` (metric and label names as dcgm-exporter 4.x emits)."""
-    lines = ["# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).", "# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
-    body_util, body_mem = [], []
-    for s in series:
-        common = (f'gpu="{s.gpu}",UUID="GPU-{zlib.crc32(f"{s.hostname}/{s.namespace}/{s.pod}/{s.gpu}".encode()):010d}",'
-                  f'device="nvidia{s.gpu}",modelName="{s.model}",Hostname="{s.hostname}",'
-                  f'container="main",namespace="{s.namespace}",pod="{s.pod}"')
-        body_util.append(f"DCGM_FI_DEV_GPU_UTIL{{{common}}} {s.utilization}")
-        body_mem.append(f"DCGM_FI_DEV_FB_USED{{{common}}} {s.memory_used_mib}")
-    lines += body_util
-    lines += ["# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).", "# TYPE DCGM_FI_DEV_FB_USED gauge"]
-    lines += body_mem
-    return "\n".join(lines) + "\n"
+    labels = [(f'gpu="{s.gpu}",UUID="GPU-{zlib.crc32(f"{s.hostname}/{s.namespace}/{s.pod}/{s.gpu}".encode()):010d}",'
+               f'device="nvidia{s.gpu}",modelName="{s.model}",Hostname="{s.hostname}",'
+               f'container="main",namespace="{s.namespace}",pod="{s.pod}"', s) for s in series]
+    return _exposition([
+        ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", [(common, s.utilization) for common, s in labels]),
+        ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).",
+         [(common, s.memory_used_mib) for common, s in labels]),
+    ])
 
 
 @dataclass(frozen=True)
@@ -65,17 +70,16 @@ def amd_exposition(series: list["AmdGpuSeries"]) -> str:
     """The AMD device metrics exporter's exposition for ``series``: metric names and help texts as
     ROCm/device-metrics-exporter@v1.5.1 ``pkg/amdgpu/gpuagent/gpuagent_gpu_metrics.go`` declares them, and its
     labels (from ``gpuMandatoryLables``, each the lower-cased ``GPUMetricLabel`` / ``MetricLabel`` enum name)."""
-    util = ["# HELP gpu_gfx_activity Graphics engine usage in Percentage (0-100)", "# TYPE gpu_gfx_activity gauge"]
-    used = ["# HELP gpu_used_vram Used VRAM memory of the GPU (in MB)", "# TYPE gpu_used_vram gauge"]
-    for s in series:
-        # The Kubernetes labels (pod, namespace, container) and the GPU's identity; the partition-mode labels and the
-        # empty Slurm ones (job_*) are left out: Prometheus drops empty labels and the optimizer reads none of them.
-        common = (f'card_model="{s.card_model}",container="main",gpu_id="{s.gpu}",gpu_partition_id="0",'
-                  f'hostname="{s.hostname}",namespace="{s.namespace}",pod="{s.pod}",'
-                  f'serial_number="{zlib.crc32(f"{s.hostname}/{s.gpu}".encode()):010d}"')
-        util.append(f"gpu_gfx_activity{{{common}}} {s.utilization}")
-        used.append(f"gpu_used_vram{{{common}}} {s.memory_used_mb}")
-    return "\n".join(util + used) + "\n"
+    # The Kubernetes labels (pod, namespace, container) and the GPU's identity; the partition-mode labels and the
+    # empty Slurm ones (job_*) are left out: Prometheus drops empty labels and the optimizer reads none of them.
+    labels = [(f'card_model="{s.card_model}",container="main",gpu_id="{s.gpu}",gpu_partition_id="0",'
+               f'hostname="{s.hostname}",namespace="{s.namespace}",pod="{s.pod}",'
+               f'serial_number="{zlib.crc32(f"{s.hostname}/{s.gpu}".encode()):010d}"', s) for s in series]
+    return _exposition([
+        ("gpu_gfx_activity", "Graphics engine usage in Percentage (0-100)",
+         [(common, s.utilization) for common, s in labels]),
+        ("gpu_used_vram", "Used VRAM memory of the GPU (in MB)", [(common, s.memory_used_mb) for common, s in labels]),
+    ])
 
 
 def free_port() -> int:

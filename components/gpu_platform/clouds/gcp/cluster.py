@@ -906,6 +906,18 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             "workload_metadata_config": {"mode": "GKE_METADATA"},
         }
         networks = list(_get(args, "additional_networks", []))
+        self._node_pool(
+            name, args, pool, zones, node_config,
+            gcp_pools.placement_policy(uses_compact_placement(args, pool), args.get("placement_policy_name")),
+            {"additional_node_network_configs": [
+                {"network": n["network"], "subnetwork": n["subnetwork"]} for n in networks]} if networks else None,
+            opts)
+
+    def _node_pool(self, name: str, args: dict, pool: GpuPool, zones: list[str], node_config: dict[str, Any],
+                   placement_policy: Optional[dict], network_config: Optional[dict],
+                   opts: Optional[pulumi.ResourceOptions]) -> None:
+        """The GKE node pool of a GPU or TPU pool (what both share: size, autoscaling, repair, replacement) and the
+        component's outputs."""
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
             name=pool.name,  # a DNS label of at most 40 characters (checked in gcp_options)
@@ -917,12 +929,10 @@ class GkeGpuNodePool(pulumi.ComponentResource):
                 pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", _default_zone_count(args))),
             autoscaling=gcp_pools.autoscaling(pool),
             management={"auto_repair": True, "auto_upgrade": True},
-            placement_policy=gcp_pools.placement_policy(uses_compact_placement(args, pool),
-                                                        args.get("placement_policy_name")),
-            network_config={"additional_node_network_configs": [
-                {"network": n["network"], "subnetwork": n["subnetwork"]} for n in networks]} if networks else None,
+            placement_policy=placement_policy,
+            network_config=network_config,
             node_config={k: v for k, v in node_config.items() if v is not None},
-            # GPU quota and reservations rarely hold two copies of a pool: replace by deleting first.
+            # Accelerator quota and reservations rarely hold two copies of a pool: replace by deleting first.
             opts=child_opts(self, opts, delete_before_replace=True),
         )
         self.node_pool_id = self.node_pool.id
@@ -953,24 +963,8 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         }
         self.pool = replace(pool, user_labels=tuple(sorted(
             {**dict(pool.user_labels), **gcp_pools.tpu_node_labels(shape, topology)}.items())))
-        self.node_pool = gcp.container.NodePool(
-            f"{name}-pool",
-            name=pool.name,
-            project=args.get("project"),
-            cluster=args["cluster"],
-            location=args["location"],
-            node_locations=zones or None,
-            initial_node_count=gcp_pools.initial_node_count(
-                pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", _default_zone_count(args))),
-            autoscaling=gcp_pools.autoscaling(pool),
-            management={"auto_repair": True, "auto_upgrade": True},
-            placement_policy=gcp_pools.tpu_placement_policy(shape, topology),
-            node_config={k: v for k, v in node_config.items() if v is not None},
-            opts=child_opts(self, opts, delete_before_replace=True),
-        )
-        self.node_pool_id = self.node_pool.id
-        self.node_pool_name = self.node_pool.name
-        self.register_outputs({"node_pool_id": self.node_pool_id, "node_pool_name": self.node_pool_name})
+        self._node_pool(name, args, pool, zones, node_config, gcp_pools.tpu_placement_policy(shape, topology), None,
+                        opts)
 
 
 # ---------------------------------------------------------------------------------------------------------
