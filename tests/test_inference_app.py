@@ -27,12 +27,12 @@ sys.path.insert(0, str(APP_DIR))
 
 from make_model import build  # noqa: E402
 
-MAIN_ENV = {"MAX_BATCH_SIZE": "8", "MAX_WAIT_MS": "5", "MAX_QUEUE": "256", "MAX_TEXTS_PER_REQUEST": "16",
+MAIN_ENV = {"MAX_BATCH_SIZE": "8", "MAX_QUEUE": "256", "MAX_TEXTS_PER_REQUEST": "16",
             "MAX_TEXT_CHARS": "1000", "MAX_BODY_BYTES": "65536", "TORCH_THREADS": "1",
             "HEADER_TIMEOUT_S": "1", "BODY_TIMEOUT_S": "1", "SHUTDOWN_DELAY_S": "2"}
 # The main server runs the model in its worker process (the default), the drain server in-process: both paths.
-DRAIN_ENV = {"MAX_BATCH_SIZE": "64", "MAX_WAIT_MS": "30000", "MAX_QUEUE": "8", "MAX_TEXTS_PER_REQUEST": "4",
-             "SHUTDOWN_DELAY_S": "4", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
+DRAIN_ENV = {"MAX_BATCH_SIZE": "64", "MAX_WAIT_MS": "30000", "DEADLINE_MS": "60000", "MAX_QUEUE": "8",
+             "MAX_TEXTS_PER_REQUEST": "4", "SHUTDOWN_DELAY_S": "4", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
 # SIGTERM with keep-alive connections open (a rolling update).
 ROLLOUT_ENV = {"MAX_WAIT_MS": "1", "SHUTDOWN_DELAY_S": "3", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
 TEXTS = ["I love using this product!", "terrible service, never again", "the delivery was late",

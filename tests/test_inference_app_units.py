@@ -2,16 +2,19 @@
 
 import asyncio
 import json
+import re
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "inference-app"))
 
-from sentiment.batcher import MicroBatcher, Overloaded  # noqa: E402
+from sentiment.batcher import DeadlineExceeded, MicroBatcher, Overloaded, on_thread  # noqa: E402
 from sentiment.settings import Settings, SettingsError, from_env  # noqa: E402
-from sentiment.validation import BadRequest, Limits, parse_body  # noqa: E402
+from sentiment.validation import BadRequest, Limits, parse_body, timeout_ms  # noqa: E402
 
 LIMITS = Limits(max_body_bytes=1000, max_texts=3, max_text_chars=30)
 
@@ -74,6 +77,22 @@ def test_settings_defaults_and_overrides():
         65535, 0)
     s = from_env({"MODEL_PATH": "/m", "HEADER_TIMEOUT_S": "2.5", "BODY_TIMEOUT_S": "7"})
     assert (s.header_timeout_s, s.body_timeout_s) == (2.5, 7.0)
+    # A lone text starts its forward pass at once; a request may take a second, receipt to answer.
+    assert (Settings().max_wait_ms, Settings().deadline_ms) == (0.0, 1000.0)
+    assert from_env({"MODEL_PATH": "/m", "DEADLINE_MS": "250"}).deadline_ms == 250.0
+
+
+def test_the_timeout_headers_shorten_the_deadline_never_lengthen_it():
+    assert timeout_ms({}, 1000.0) == 1000.0
+    assert timeout_ms({"X-Request-Timeout-Ms": "150"}, 1000.0) == 150.0
+    assert timeout_ms({"X-Request-Timeout-Ms": "5000"}, 1000.0) == 1000.0
+    assert timeout_ms({"X-Envoy-Expected-Rq-Timeout-Ms": "300"}, 1000.0) == 300.0
+    assert timeout_ms({"X-Request-Timeout-Ms": "20", "X-Envoy-Expected-Rq-Timeout-Ms": "300"}, 1000.0) == 20.0
+    for bad in ("0", "-5", "soon", "nan", "inf", ""):
+        with pytest.raises(BadRequest) as info:
+            timeout_ms({"X-Request-Timeout-Ms": bad}, 1000.0)
+        assert (info.value.status, info.value.reason) == (400, "invalid_timeout")
+        assert info.value.message.startswith("X-Request-Timeout-Ms must be a positive number of milliseconds")
 
 
 def test_a_number_of_100000_digits_is_reported_as_such_and_deep_nesting_as_nesting():
@@ -103,10 +122,13 @@ def test_a_number_of_100000_digits_is_reported_as_such_and_deep_nesting_as_nesti
         ({"MODEL_PATH": "/m", "PORT": "99999"}, "PORT: must be <= 65535, got 99999"),
         ({"MODEL_PATH": "/m", "HEADER_TIMEOUT_S": "0"}, "HEADER_TIMEOUT_S: must be > 0"),
         ({"MODEL_PATH": "/m", "BODY_TIMEOUT_S": "0"}, "BODY_TIMEOUT_S: must be > 0"),
+        ({"MODEL_PATH": "/m", "DEADLINE_MS": "0"}, "DEADLINE_MS: must be > 0"),
+        ({"MODEL_PATH": "/m", "DEADLINE_MS": "inf"}, "DEADLINE_MS: must be a finite number"),
+        ({"MODEL_PATH": "/m", "MAX_WAIT_MS": "50", "DEADLINE_MS": "40"}, "MAX_WAIT_MS: must be < DEADLINE_MS (40)"),
     ],
 )
 def test_settings_errors_name_the_variable(env, message):
-    with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
+    with pytest.raises(SettingsError, match=re.escape(message)):
         from_env(env)
 
 
@@ -115,87 +137,111 @@ def test_settings_errors_name_the_variable(env, message):
 
 
 class FakeModel:
-    """Uppercases texts; records every batch; can be made slow or failing."""
+    """Uppercases texts; records every batch and when it started; can be made slow or failing."""
 
     def __init__(self, delay: float = 0.0, fail_on: str = ""):
         self.batches: list[list[str]] = []
+        self.started: list[float] = []
         self.delay = delay
         self.fail_on = fail_on
 
     def __call__(self, texts):
-        import time
-
         self.batches.append(list(texts))
+        self.started.append(time.monotonic())
         if self.fail_on in texts:
             raise RuntimeError("model failed")
         time.sleep(self.delay)
         return [t.upper() for t in texts]
 
 
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, timeout=20))
+def batcher_for(model: FakeModel, executor: ThreadPoolExecutor, **kw) -> MicroBatcher:
+    batcher = MicroBatcher(on_thread(model, executor), **{"max_wait_s": 0.0, "max_queue": 100, **kw})
+    batcher.start()
+    return batcher
 
 
-def test_concurrent_requests_share_forward_passes_and_get_their_own_results():
-    model = FakeModel(delay=0.01)
+def run(scenario):
+    """``scenario(executor)`` on a fresh event loop, bounded in time."""
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        return asyncio.run(asyncio.wait_for(scenario(executor), timeout=20))
 
-    async def scenario():
-        batcher = MicroBatcher(model, max_batch_size=8, max_wait_s=0.05, max_queue=100)
-        batcher.start()
-        results = await asyncio.gather(*(batcher.submit([f"t{i}"]) for i in range(20)))
+
+def test_texts_that_arrive_during_a_forward_pass_leave_together_when_it_ends():
+    model = FakeModel(delay=0.05)
+
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=8)
+        first = asyncio.ensure_future(batcher.submit(["t0"]))
+        await asyncio.sleep(0.01)  # t0 is in the model now
+        rest = [asyncio.ensure_future(batcher.submit([f"t{i}"])) for i in range(1, 20)]
+        results = [await first] + list(await asyncio.gather(*rest))
         await batcher.close()
         return results
 
-    results = run(scenario())
+    results = run(scenario)
     assert results == [[f"T{i}"] for i in range(20)]
-    assert [len(b) for b in model.batches] == [8, 8, 4]
+    # t0 alone at once; then full batches of what queued meanwhile; then the rest.
+    assert [len(b) for b in model.batches] == [1, 8, 8, 3]
+
+
+def test_a_lone_text_starts_its_forward_pass_at_once():
+    model = FakeModel()
+
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=64)
+        submitted = time.monotonic()
+        await batcher.submit(["alone"])
+        await batcher.close()
+        return model.started[0] - submitted
+
+    assert run(scenario) < 0.02  # no waiting for company (MAX_WAIT_MS=0)
+    assert model.batches == [["alone"]]
+
+
+def test_with_max_wait_an_idle_model_waits_that_long_for_company():
+    model = FakeModel()
+
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=64, max_wait_s=0.05)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        first = asyncio.ensure_future(batcher.submit(["a"]))
+        await asyncio.sleep(0.01)
+        await asyncio.gather(first, batcher.submit(["b"]))
+        waited = loop.time() - started
+        await batcher.close()
+        return waited
+
+    waited = run(scenario)
+    assert 0.04 <= waited < 1.0
+    assert model.batches == [["a", "b"]]
 
 
 def test_a_request_larger_than_a_batch_is_split_and_reassembled_in_order():
     model = FakeModel()
 
-    async def scenario():
-        batcher = MicroBatcher(model, max_batch_size=4, max_wait_s=0.001, max_queue=100)
-        batcher.start()
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=4)
         big = [f"b{i}" for i in range(10)]
         results = await asyncio.gather(batcher.submit(big), batcher.submit(["x"]))
         await batcher.close()
         return results
 
-    big, small = run(scenario())
+    big, small = run(scenario)
     assert big == [f"B{i}" for i in range(10)] and small == ["X"]
     assert all(len(b) <= 4 for b in model.batches)
     assert sum(len(b) for b in model.batches) == 11
 
 
-def test_a_lone_request_waits_at_most_max_wait():
-    model = FakeModel()
-
-    async def scenario():
-        batcher = MicroBatcher(model, max_batch_size=64, max_wait_s=0.05, max_queue=100)
-        batcher.start()
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        await batcher.submit(["alone"])
-        waited = loop.time() - started
-        await batcher.close()
-        return waited
-
-    waited = run(scenario())
-    assert 0.04 <= waited < 1.0
-    assert model.batches == [["alone"]]
-
-
 def test_full_queue_raises_overloaded_at_once_and_drain_flushes_without_waiting():
     model = FakeModel()
 
-    async def scenario():
-        batcher = MicroBatcher(model, max_batch_size=64, max_wait_s=30.0, max_queue=3)
-        batcher.start()
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=64, max_wait_s=30.0, max_queue=3)
         waiting = [asyncio.ensure_future(batcher.submit([f"q{i}"])) for i in range(3)]
         await asyncio.sleep(0.05)
         assert batcher.queued == 3
-        with pytest.raises(Overloaded):
+        with pytest.raises(Overloaded, match=r"3 texts queued \(max 3\)"):
             await batcher.submit(["one too many"])
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -205,17 +251,76 @@ def test_full_queue_raises_overloaded_at_once_and_drain_flushes_without_waiting(
         await batcher.close()
         return results, flushed_in
 
-    results, flushed_in = run(scenario())
+    results, flushed_in = run(scenario)
     assert results == [["Q0"], ["Q1"], ["Q2"]]
     assert flushed_in < 5.0  # not the 30 s max wait
+
+
+def test_admission_refuses_what_would_finish_after_its_deadline_and_says_when_the_backlog_drains():
+    model = FakeModel(delay=0.5)
+
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=4)
+        batcher.calibrate(0.4, 4)  # 0.1 s per text
+        running = asyncio.ensure_future(batcher.submit(["r0", "r1", "r2", "r3"]))  # in the model: ~0.4 s
+        await asyncio.sleep(0)
+        queued = asyncio.ensure_future(batcher.submit(["q0", "q1", "q2", "q3", "q4", "q5"]))  # ~0.6 s more
+        await asyncio.sleep(0)
+        now = time.monotonic()
+        wait = batcher.expected_wait(1)
+        with pytest.raises(Overloaded) as refused:
+            batcher.admit(1, now + 0.5)
+        batcher.admit(1, now + 2.0)  # a longer deadline is admitted
+        await asyncio.gather(running, queued)
+        await batcher.close()
+        return wait, refused.value
+
+    wait, refused = run(scenario)
+    assert 1.0 <= wait <= 1.1  # 0.4 s in the model + 7 texts x 0.1 s
+    assert "beyond the deadline" in str(refused)
+    assert 0.9 <= refused.retry_after_s <= 1.0  # the backlog's own drain time, without the refused text
+
+
+def test_admitted_work_that_can_no_longer_make_its_deadline_is_dropped_before_its_forward_pass():
+    model = FakeModel(delay=0.3)
+
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=2)
+        batcher.calibrate(0.02, 2)  # the estimate says 10 ms per text: the request below is admitted...
+        busy = asyncio.ensure_future(batcher.submit(["busy"]))
+        await asyncio.sleep(0.01)
+        late = asyncio.ensure_future(batcher.submit(["late"], deadline=time.monotonic() + 0.1))
+        on_time = asyncio.ensure_future(batcher.submit(["on time"], deadline=time.monotonic() + 5))
+        await busy  # ...but the forward pass ahead of it takes 0.3 s
+        with pytest.raises(DeadlineExceeded):
+            await late
+        result = await on_time
+        await batcher.close()
+        return result
+
+    assert run(scenario) == ["ON TIME"]
+    assert model.batches == [["busy"], ["on time"]]  # "late" never reached the model
+
+
+def test_the_estimate_learns_from_well_filled_batches():
+    model = FakeModel(delay=0.08)
+
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=4)
+        batcher.calibrate(0.004, 4)  # 1 ms per text: far too optimistic
+        for _ in range(6):
+            await asyncio.gather(*(batcher.submit([f"t{i}"]) for i in range(4)))
+        await batcher.close()
+        return batcher.seconds_per_text
+
+    assert 0.012 <= run(scenario) <= 0.03  # moving towards 20 ms per text (80 ms per batch of 4)
 
 
 def test_a_failing_batch_fails_only_its_requests_and_the_batcher_lives_on():
     model = FakeModel(fail_on="boom")
 
-    async def scenario():
-        batcher = MicroBatcher(model, max_batch_size=2, max_wait_s=0.001, max_queue=100)
-        batcher.start()
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=2)
         with pytest.raises(RuntimeError, match="model failed"):
             await batcher.submit(["boom", "x"])
         after = await batcher.submit(["fine"])
@@ -223,7 +328,7 @@ def test_a_failing_batch_fails_only_its_requests_and_the_batcher_lives_on():
         await batcher.close()
         return after, alive
 
-    assert run(scenario()) == (["FINE"], True)
+    assert run(scenario) == (["FINE"], True)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,46 +1,89 @@
-"""Dynamic micro-batching: texts from concurrent requests share one forward pass.
+"""Dynamic batching with deadlines: texts of concurrent requests share forward passes, and no request is kept
+waiting past its deadline.
 
-One coroutine forms batches; the forward pass runs on one worker thread so the event loop keeps accepting
-and answering requests meanwhile (PyTorch releases the GIL inside its kernels). A batch leaves when it holds
-``max_batch_size`` texts or when its oldest text has waited ``max_wait_s``; while a forward pass runs, new texts
-queue up and leave together as soon as it ends, so under load batches fill by themselves and the wait costs
-nothing. A request with more texts than a batch holds is split over consecutive batches. The queue is bounded
-(``max_queue`` texts): beyond it `submit` raises `Overloaded` at once instead of letting latency grow unbounded.
+- **Batch when it pays.** A text that arrives while the model is idle starts a forward pass at once (or after at
+  most ``max_wait_s``, 0 by default). Texts that arrive during a forward pass queue up and leave together, up to
+  ``max_batch_size``, the moment it ends: the next batch is sent from the very callback that receives the
+  previous answer, before the event loop turns to anything else, so the model never waits for the HTTP side.
+  Under load batches fill by themselves; at low load nobody waits for company. A request with more texts than a
+  batch holds is split over consecutive batches.
+- **Admission by expected wait.** The batcher measures its forward passes (seconds per text of well-filled
+  batches, a moving average seeded by a timed full batch at start-up, `calibrate`). A request whose texts,
+  behind everything queued or in the model, would not be done before its deadline is refused at once with
+  `Overloaded`, which says how many seconds the backlog needs to drain (the ``Retry-After``: refused clients
+  come back when the texts ahead of them are done, not all at once the moment one more would fit). Latency stays
+  bounded by the deadline whatever the model's speed; ``max_queue`` (texts) only bounds memory.
+- **Expired work is dropped.** When a batch is formed, a request that can no longer finish before its deadline
+  fails with `DeadlineExceeded` instead of taking the model's time.
+
+A forward pass is started with a callback (`StartForward`): the model's worker process answers on the event loop
+itself (worker.py), an in-process model runs on a thread (`on_thread`). Everything here runs on the event loop.
 """
 
 import asyncio
-import contextlib
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Optional
+
+# ``on_done(outputs, None)`` or ``on_done(None, error)``, called on the event loop once the pass ends.
+OnDone = Callable[[Optional[Sequence[Any]], Optional[BaseException]], None]
+# Starts a forward pass over ``texts`` (same length, same order out) and returns at once.
+StartForward = Callable[[list[str], OnDone], None]
+
+# Weight of the newest batch in the seconds-per-text average: about the last 10 batches count.
+EWMA_WEIGHT = 0.2
 
 
 class Overloaded(Exception):
-    """The queue is full; the caller should answer 503 with Retry-After."""
+    """Refused at admission; ``retry_after_s``: the seconds the backlog needs to drain (the ``Retry-After``)."""
+
+    def __init__(self, message: str, retry_after_s: float = 0.0):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class DeadlineExceeded(Exception):
+    """Admitted, but the request could no longer finish before its deadline: dropped before its forward pass."""
+
+
+def on_thread(predict: Callable[[list[str]], Sequence[Any]], executor: Executor) -> StartForward:
+    """A blocking ``predict`` as a `StartForward`: it runs on ``executor`` (PyTorch releases the GIL in its
+    kernels) and ``on_done`` runs on the event loop."""
+
+    def start(texts: list[str], on_done: OnDone) -> None:
+        def finished(future: asyncio.Future) -> None:
+            error = future.exception()
+            on_done(None if error else future.result(), error)
+
+        asyncio.get_running_loop().run_in_executor(executor, predict, texts).add_done_callback(finished)
+
+    return start
 
 
 class _Pending:
-    """One request's texts, the batches they went to, and the future its handler awaits."""
+    """One request's texts, the batches they went to, its deadline and the future its handler awaits."""
 
-    __slots__ = ("texts", "results", "future", "enqueued", "taken", "remaining")
+    __slots__ = ("texts", "results", "future", "deadline", "enqueued", "taken", "remaining")
 
-    def __init__(self, texts: Sequence[str], future: asyncio.Future, enqueued: float):
+    def __init__(self, texts: Sequence[str], future: asyncio.Future, deadline: float, enqueued: float):
         self.texts = texts
         self.results: list[Any] = [None] * len(texts)
         self.future = future
+        self.deadline = deadline
         self.enqueued = enqueued
         self.taken = 0
         self.remaining = len(texts)
 
 
 class MicroBatcher:
-    """Groups texts into batches for ``predict(texts) -> outputs`` (same length, same order)."""
+    """Groups texts into batches for ``start_forward``; admits requests by expected wait against their deadlines."""
 
     def __init__(
         self,
-        predict: Callable[[list[str]], Sequence[Any]],
+        start_forward: StartForward,
         max_batch_size: int,
         max_wait_s: float,
         max_queue: int,
@@ -50,26 +93,28 @@ class MicroBatcher:
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.max_queue = max_queue
-        self._predict = predict
+        self._start_forward = start_forward
         self._on_batch = on_batch or (lambda size, seconds: None)
         self._on_queue = on_queue or (lambda depth: None)
         self._queue: deque[_Pending] = deque()
         self._queued = 0
-        self._in_forward = 0
-        self._wakeup: Optional[asyncio.Future] = None
-        self._wake_at = 1
+        # The running batch: (request, start, offset, count) per request in it.
+        self._in_forward: list[tuple[_Pending, int, int, int]] = []
+        self._in_forward_texts = 0
+        self._forward_started = 0.0
+        self._seconds_per_text: Optional[float] = None
+        self._timer: Optional[asyncio.TimerHandle] = None
         self._draining = False
-        self._task: Optional[asyncio.Task] = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forward")
+        self._running = False
 
     # -- public ------------------------------------------------------------------------------------------
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="micro-batcher")
+        self._running = True
 
     @property
     def alive(self) -> bool:
-        """False once the batching task has died (the liveness probe then restarts the pod)."""
-        return self._task is not None and not self._task.done()
+        """True between `start` and `close`."""
+        return self._running
 
     @property
     def queued(self) -> int:
@@ -79,103 +124,147 @@ class MicroBatcher:
     @property
     def pending(self) -> int:
         """Texts accepted and not yet answered (waiting or in the forward pass)."""
-        return self._queued + self._in_forward
+        return self._queued + self._in_forward_texts
 
-    async def submit(self, texts: Sequence[str]) -> list[Any]:
-        """The outputs for ``texts``, once their batches ran. Raises `Overloaded` when the queue is full."""
-        if self._queued + len(texts) > self.max_queue:
-            raise Overloaded(f"{self._queued} texts queued (max {self.max_queue})")
+    @property
+    def seconds_per_text(self) -> Optional[float]:
+        """Measured forward-pass time per text of a well-filled batch (None before any measurement)."""
+        return self._seconds_per_text
+
+    def calibrate(self, seconds: float, size: int) -> None:
+        """Seed the estimate with a timed forward pass of ``size`` texts (the server times one full batch)."""
+        self._seconds_per_text = seconds / max(1, size)
+
+    def expected_wait(self, texts: int = 0, now: Optional[float] = None) -> float:
+        """Seconds until ``texts`` more texts, queued behind the current backlog, would be done (0 unmeasured)."""
+        spt = self._seconds_per_text
+        if spt is None:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        in_model = 0.0
+        if self._in_forward_texts:
+            in_model = max(0.0, self._forward_started + self._in_forward_texts * spt - now)
+        return in_model + (self._queued + texts) * spt
+
+    def admit(self, texts: int, deadline: float) -> None:
+        """Raise `Overloaded` unless ``texts`` more texts fit in the queue and would be done by ``deadline``
+        (a `time.monotonic` instant). Cheap: the server calls it before it even reads the body."""
+        if self._queued + texts > self.max_queue:
+            raise Overloaded(f"{self._queued} texts queued (max {self.max_queue})", self.expected_wait())
+        now = time.monotonic()
+        wait = self.expected_wait(texts, now)
+        if now + wait > deadline:
+            raise Overloaded(f"expected wait {wait:.3f}s is beyond the deadline ({deadline - now:.3f}s)",
+                             self.expected_wait(0, now))
+
+    async def submit(self, texts: Sequence[str], deadline: float = math.inf) -> list[Any]:
+        """The outputs for ``texts`` once their batches ran. Raises `Overloaded` (refused at admission) or
+        `DeadlineExceeded` (admitted, then dropped before its forward pass: it could not finish in time)."""
+        if not self._running:
+            raise RuntimeError("the batcher is not running")
+        self.admit(len(texts), deadline)
         loop = asyncio.get_running_loop()
-        pending = _Pending(texts, loop.create_future(), loop.time())
+        pending = _Pending(texts, loop.create_future(), deadline, loop.time())
         self._queue.append(pending)
         self._queued += len(texts)
         self._on_queue(self._queued)
-        if self._queued >= self._wake_at:
-            self._wake()
+        self._dispatch()
         return await pending.future
 
     def drain(self) -> None:
         """Stop waiting for batches to fill: everything queued leaves at once (shutdown)."""
         self._draining = True
-        self._wake()
+        self._dispatch()
 
     async def close(self) -> None:
-        """Stop the batching task and the worker thread (after the server finished its requests)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        for pending in self._queue:
+        """Stop batching (after the server finished its requests); requests still queued or running fail."""
+        self._running = False
+        if self._timer is not None:
+            self._timer.cancel()
+        error = RuntimeError("server shut down")
+        for pending in [*self._queue, *(part[0] for part in self._in_forward)]:
             if not pending.future.done():
-                pending.future.set_exception(RuntimeError("server shut down"))
-        self._executor.shutdown(wait=True)
+                pending.future.set_exception(error)
+        self._queue.clear()
 
-    def run_sync(self, fn: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
-        """Run ``fn`` on the forward-pass thread (loading and warming the model, off the event loop)."""
-        return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    # -- batching loop -----------------------------------------------------------------------------------
-    def _wake(self) -> None:
-        if self._wakeup is not None and not self._wakeup.done():
-            self._wakeup.set_result(None)
-
-    async def _sleep(self, wake_at: int, deadline: Optional[float]) -> None:
-        """Sleep until ``wake_at`` texts are queued, ``deadline`` passes, or `drain`/`submit` wakes us."""
+    # -- batching ----------------------------------------------------------------------------------------
+    def _dispatch(self, waited: bool = False) -> None:
+        """Start the next forward pass if the model is idle and there is something to send (a partial batch only
+        once its oldest text ``waited`` ``max_wait_s``, when that is not 0)."""
+        if self._in_forward or not self._queue or not self._running:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         loop = asyncio.get_running_loop()
-        self._wakeup = loop.create_future()
-        self._wake_at = wake_at
-        timer = loop.call_at(deadline, self._wake) if deadline is not None else None
+        if self.max_wait_s > 0 and self._queued < self.max_batch_size and not (waited or self._draining):
+            send_at = self._queue[0].enqueued + self.max_wait_s
+            if send_at > loop.time():  # idle model, partial batch: wait a little for company
+                self._timer = loop.call_at(send_at, self._dispatch, True)
+                return
+        texts, parts = self._take(time.monotonic())
+        self._on_queue(self._queued)
+        if not texts:
+            return
+        self._in_forward = parts
+        self._in_forward_texts = len(texts)
+        self._forward_started = time.monotonic()
         try:
-            await self._wakeup
-        finally:
-            self._wakeup = None
-            if timer is not None:
-                timer.cancel()
+            self._start_forward(texts, self._finished)
+        except Exception as err:  # failed to start (the worker is gone): fail this batch, not from inside itself
+            loop.call_soon(self._finished, None, err)
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            if not self._queue:
-                await self._sleep(1, None)
-                continue
-            if self._queued < self.max_batch_size and not self._draining:
-                deadline = self._queue[0].enqueued + self.max_wait_s
-                if deadline > loop.time():
-                    await self._sleep(self.max_batch_size, deadline)
-                    continue  # re-check: full, deadline passed, or draining
-            texts, parts = self._take()
-            self._on_queue(self._queued)
-            self._in_forward = len(texts)
-            started = time.perf_counter()
-            try:
-                outputs = await loop.run_in_executor(self._executor, self._predict, texts)
-                if len(outputs) != len(texts):
-                    raise RuntimeError(f"predict returned {len(outputs)} outputs for {len(texts)} texts")
-            except Exception as err:  # one failed batch fails its requests, never the batcher
-                for pending, _, _, _ in parts:
-                    if not pending.future.done():
-                        pending.future.set_exception(err)
-                continue
-            finally:
-                self._in_forward = 0
-            self._on_batch(len(texts), time.perf_counter() - started)
+    def _finished(self, outputs: Optional[Sequence[Any]], error: Optional[BaseException]) -> None:
+        """The running forward pass ended: answer its requests, then send the next batch at once."""
+        parts, size = self._in_forward, self._in_forward_texts
+        self._in_forward, self._in_forward_texts = [], 0
+        if error is None and outputs is not None and len(outputs) != size:
+            error = RuntimeError(f"forward returned {len(outputs)} outputs for {size} texts")
+        if error is not None or outputs is None:  # one failed batch fails its requests, never the batcher
+            for pending, _, _, _ in parts:
+                if not pending.future.done():
+                    pending.future.set_exception(error or RuntimeError("forward returned nothing"))
+        else:
+            seconds = time.monotonic() - self._forward_started
+            self._learn(size, seconds)
+            self._on_batch(size, seconds)
             for pending, start, offset, count in parts:
                 pending.results[start:start + count] = outputs[offset:offset + count]
                 pending.remaining -= count
                 if pending.remaining == 0 and not pending.future.done():
                     pending.future.set_result(pending.results)
+        self._dispatch()
 
-    def _take(self) -> tuple[list[str], list[tuple[_Pending, int, int, int]]]:
-        """Up to ``max_batch_size`` texts from the head of the queue; parts = (request, start, offset, count)."""
+    def _learn(self, size: int, seconds: float) -> None:
+        """Seconds per text from batches at least half full: a small batch costs more per text (fixed costs), and
+        the estimate matters when the backlog is deep, which is when batches are full."""
+        if size * 2 < self.max_batch_size and self._seconds_per_text is not None:
+            return
+        sample = seconds / size
+        spt = self._seconds_per_text
+        self._seconds_per_text = sample if spt is None else spt + EWMA_WEIGHT * (sample - spt)
+
+    def _take(self, now: float) -> tuple[list[str], list[tuple[_Pending, int, int, int]]]:
+        """Up to ``max_batch_size`` texts from the head of the queue; parts = (request, start, offset, count).
+        Requests that would finish after their deadline even in this batch are dropped (`DeadlineExceeded`)."""
+        spt = self._seconds_per_text
+        done_by = now + min(self._queued, self.max_batch_size) * spt if spt is not None else now
         texts: list[str] = []
         parts = []
         while self._queue and len(texts) < self.max_batch_size:
             pending = self._queue[0]
+            if pending.deadline < done_by:
+                self._queue.popleft()
+                self._queued -= len(pending.texts) - pending.taken
+                if not pending.future.done():
+                    pending.future.set_exception(DeadlineExceeded(
+                        f"could not be answered within its deadline ({len(pending.texts)} texts)"))
+                continue
             count = min(self.max_batch_size - len(texts), len(pending.texts) - pending.taken)
             parts.append((pending, pending.taken, len(texts), count))
             texts.extend(pending.texts[pending.taken:pending.taken + count])
             pending.taken += count
+            self._queued -= count
             if pending.taken == len(pending.texts):
                 self._queue.popleft()
-        self._queued -= len(texts)
         return texts, parts

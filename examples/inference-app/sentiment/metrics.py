@@ -4,6 +4,8 @@
 - ``inference_request_duration_seconds``: /analyze latency, receipt to answer (histogram).
 - ``inference_batch_size``: texts per forward pass (histogram).
 - ``inference_queue_depth``: texts waiting for a forward pass (gauge; the autoscaling signal).
+- ``inference_expected_wait_seconds``: how long a text arriving now would take, behind the backlog, at the
+  measured speed of the model (gauge; requests whose deadline is shorter are refused).
 - ``inference_errors_total{reason}``: failed /analyze requests by reason (client errors, overload, model, and
   ``client_aborted`` / ``body_timeout``: the client left or sent its body too slowly, never ``model_error``).
 """
@@ -21,7 +23,9 @@ from prometheus_client import (
 
 from .validation import CLIENT_ERROR_REASONS
 
-SERVER_ERROR_REASONS = ("overloaded", "not_ready", "model_error")
+# overloaded: refused at admission (expected wait beyond the deadline, or MAX_QUEUE); deadline_exceeded: admitted,
+# then dropped before its forward pass because it could no longer finish in time.
+SERVER_ERROR_REASONS = ("overloaded", "deadline_exceeded", "not_ready", "model_error")
 # Neither the client's fault in the 4xx sense nor the model's: the client left, or sent its body too slowly.
 CONNECTION_ERROR_REASONS = ("client_aborted", "body_timeout")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
@@ -49,6 +53,9 @@ class Metrics:
                                     registry=self.registry)
         self.queue_depth = Gauge("inference_queue_depth", "Texts waiting for a forward pass.",
                                  registry=self.registry)
+        self.expected_wait = Gauge("inference_expected_wait_seconds",
+                                   "Expected time to answer a text arriving now, behind the backlog.",
+                                   registry=self.registry)
         self.errors = Counter("inference_errors", "Failed /analyze requests by reason.", ["reason"],
                               registry=self.registry)
         # Series exist at 0 from the start, so rate() and absent()-style alerts work before the first error.

@@ -20,21 +20,23 @@ logged in one line; a malformed request is answered 400 by aiohttp and logged in
 
 import asyncio
 import logging
+import math
 import signal
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from aiohttp import HttpVersion11, web
 from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from .batcher import MicroBatcher, Overloaded
+from .batcher import DeadlineExceeded, MicroBatcher, Overloaded, on_thread
 from .connections import Connections
 from .metrics import Metrics
 from .settings import Settings, SettingsError, from_env
-from .validation import BadRequest, Limits, parse_body
+from .validation import BadRequest, Limits, parse_body, timeout_ms
 
 log = logging.getLogger("sentiment")
 STATE: web.AppKey["ServiceState"] = web.AppKey("state")
@@ -60,29 +62,50 @@ class ServiceState:
         self.worker_died = False
         self.on_failure: Callable[[], None] = lambda: None  # serve() sets it: start draining, then exit 3
         self.connections = Connections(settings.header_timeout_s)
+        # Loading, warm-up and (MODEL_WORKER=thread) forward passes run here, off the event loop.
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
+        self.start_forward = on_thread(self._predict, self.executor)
         self.batcher = MicroBatcher(
-            self._predict, settings.max_batch_size, settings.max_wait_ms / 1000.0, settings.max_queue,
+            self._start_forward, settings.max_batch_size, settings.max_wait_ms / 1000.0, settings.max_queue,
             on_batch=self.metrics.observe_batch, on_queue=self.metrics.queue_depth.set,
         )
+        self.metrics.expected_wait.set_function(self.batcher.expected_wait)
 
     def _predict(self, texts: list[str]) -> list:
         return self.model.predict(texts)
 
+    def _start_forward(self, texts: list[str], on_done: Callable[..., None]) -> None:
+        self.start_forward(texts, on_done)
+
+    def in_thread(self, fn: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
+        return asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
     async def load(self) -> None:
-        """Load and warm the model on the forward-pass thread; /readyz says yes afterwards."""
+        """Load and warm the model off the event loop, time one full batch (the batcher's first estimate of its
+        speed), hand the worker's pipe to the event loop; /readyz says yes afterwards."""
         started = time.perf_counter()
+        batch = ["a warm-up text of about twenty words, like a short product review that says what it thinks"] \
+            * self.settings.max_batch_size
         try:
-            self.model = await self.batcher.run_sync(self.load_model, self.settings)
-            await self.batcher.run_sync(self.model.warm_up, self.settings.max_batch_size)
+            self.model = await self.in_thread(self.load_model, self.settings)
+            await self.in_thread(self.model.warm_up, self.settings.max_batch_size)
+            timed = time.monotonic()
+            await self.in_thread(self.model.predict, batch)
+            self.batcher.calibrate(time.monotonic() - timed, len(batch))
         except Exception as err:
             self.load_error = err
             log.exception("could not load model from %s", self.settings.model_source)
             return
+        loop = asyncio.get_running_loop()
+        if hasattr(self.model, "attach"):  # a worker process: the event loop talks to it directly
+            self.model.attach(loop)
+            self.start_forward = self.model.start_forward
+        if hasattr(self.model, "sentinel"):  # notice the worker's death at once, not at the next batch
+            loop.add_reader(self.model.sentinel, self._worker_exited)
         self.ready = True
-        if hasattr(self.model, "sentinel"):  # a worker process: notice its death at once, not at the next batch
-            asyncio.get_running_loop().add_reader(self.model.sentinel, self._worker_exited)
-        log.info("model %s ready on %s (%s) in %.1fs", self.settings.model_source,
-                 getattr(self.model, "device", "?"), getattr(self.model, "dtype", "?"), time.perf_counter() - started)
+        log.info("model %s ready on %s (%s) in %.1fs, %.2f ms per text in a full batch", self.settings.model_source,
+                 getattr(self.model, "device", "?"), getattr(self.model, "dtype", "?"), time.perf_counter() - started,
+                 self.batcher.seconds_per_text * 1000)
 
 
     def _worker_exited(self) -> None:
@@ -132,7 +155,13 @@ async def analyze(request: web.Request) -> web.Response:
     except Overloaded as err:
         status = 503
         metrics.errors.labels(reason="overloaded").inc()
-        return error_response(503, "overloaded", str(err), {"Retry-After": str(settings.retry_after_s)})
+        # Come back once the backlog ahead has drained, not all at once the moment one more text would fit.
+        retry_after = max(settings.retry_after_s, math.ceil(err.retry_after_s))
+        return error_response(503, "overloaded", str(err), {"Retry-After": str(retry_after)})
+    except DeadlineExceeded as err:
+        status = 503
+        metrics.errors.labels(reason="deadline_exceeded").inc()
+        return error_response(503, "deadline_exceeded", str(err), {"Retry-After": str(settings.retry_after_s)})
     except Exception:
         status = 500
         metrics.errors.labels(reason="model_error").inc()
@@ -149,6 +178,9 @@ async def _analyze(request: web.Request, state: ServiceState) -> web.Response:
         message = ("model worker died" if state.worker_died else "shutting down" if state.draining
                    else "model is loading")
         return error_response(503, "not_ready", message, {"Retry-After": str(state.settings.retry_after_s)})
+    deadline = time.monotonic() + timeout_ms(request.headers, state.settings.deadline_ms) / 1000.0
+    # Shedding must be cheap: refuse before reading the body when not even one more text would make it in time.
+    state.batcher.admit(1, deadline)
     limit = state.limits.max_body_bytes
     if request.content_length is not None and request.content_length > limit:
         raise BadRequest(413, "body_too_large", f"body is larger than {limit} bytes")
@@ -163,7 +195,7 @@ async def _analyze(request: web.Request, state: ServiceState) -> web.Response:
     except ConnectionError:  # aiohttp: ConnectionResetError("Connection lost") when the client leaves mid-body
         raise ClientAborted("before its request body was complete") from None
     texts, batched = parse_body(body, state.limits)
-    predictions = await state.batcher.submit(texts)
+    predictions = await state.batcher.submit(texts, deadline)
     if request.transport is None:  # left while its texts were in the queue or the forward pass
         raise ClientAborted("before its answer")
     results = [{"label": p.label, "score": round(p.score, 6)} for p in predictions]
@@ -278,11 +310,12 @@ def create_app(settings: Settings, load_model: Optional[Callable[[Settings], Any
 
     async def close_batcher(app: web.Application) -> None:
         # After the server finished its requests: the batcher, then the model (its worker process).
-        await app[STATE].batcher.close()
-        app[STATE].unwatch_worker()
-        model = app[STATE].model
-        if hasattr(model, "close"):
-            model.close()
+        state = app[STATE]
+        await state.batcher.close()
+        state.unwatch_worker()
+        if hasattr(state.model, "close"):
+            state.model.close()
+        state.executor.shutdown(wait=True)
 
     app.on_cleanup.append(close_batcher)
     return app

@@ -30,10 +30,17 @@ class Settings:
     port: int = 8080
     max_batch_size: int = 32
     """Most texts in one forward pass."""
-    max_wait_ms: float = 5.0
-    """Longest a text waits for its batch to fill before the batch runs anyway."""
+    max_wait_ms: float = 0.0
+    """When the model is idle, how long a text waits for others to share its forward pass (0: it starts at once).
+    Texts that arrive during a forward pass never wait for this: they leave together when it ends."""
     max_queue: int = 1024
-    """Most texts waiting for a forward pass; beyond it requests get 503 with Retry-After."""
+    """Most texts waiting for a forward pass (a memory bound; the deadline usually refuses first): beyond it
+    requests get 503 with Retry-After."""
+    deadline_ms: float = 1000.0
+    """Longest a request may take, receipt to answer. A request whose expected wait (the backlog ahead of it at
+    the measured speed of the model) exceeds it is refused at once (503, Retry-After from the backlog); an
+    admitted one that can no longer make it is dropped before its forward pass. A client may ask for less with
+    the ``X-Request-Timeout-Ms`` header (or the ``X-Envoy-Expected-Rq-Timeout-Ms`` that Envoy sets)."""
     max_texts_per_request: int = 64
     max_text_chars: int = 10_000
     max_body_bytes: int = 1 << 20
@@ -49,7 +56,8 @@ class Settings:
     drain_timeout_s: float = 25.0
     """Longest to wait for in-flight requests once the listener is closed."""
     retry_after_s: int = 1
-    """``Retry-After`` of 503 answers."""
+    """``Retry-After`` of 503 answers while loading or draining, and the least one of overload answers (which
+    say how many seconds of backlog stand above the deadline)."""
     header_timeout_s: float = 10.0
     """Longest a request head (request line and headers) may take to arrive, from its first byte; then the
     connection is closed (slow clients, slowloris)."""
@@ -96,9 +104,12 @@ def from_env(env: Optional[dict] = None) -> Settings:
             raise SettingsError(f"{name.upper()}: must be >= 1")
     if settings.port > 65535:
         raise SettingsError(f"PORT: must be <= 65535, got {settings.port}")
-    for name in ("header_timeout_s", "body_timeout_s"):
+    for name in ("header_timeout_s", "body_timeout_s", "deadline_ms"):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"{name.upper()}: must be > 0")
+    if settings.max_wait_ms >= settings.deadline_ms:
+        raise SettingsError(f"MAX_WAIT_MS: must be < DEADLINE_MS ({settings.deadline_ms:g}), got "
+                            f"{settings.max_wait_ms:g}")
     if settings.max_texts_per_request > settings.max_queue:
         raise SettingsError("MAX_TEXTS_PER_REQUEST: must be <= MAX_QUEUE (a request must fit in the queue)")
     return settings

@@ -32,8 +32,30 @@ class BadRequest(Exception):
 # Every reason a client error can carry: the `inference_errors_total{reason}` label values.
 CLIENT_ERROR_REASONS = (
     "body_too_large", "invalid_utf8", "invalid_json", "wrong_type", "missing_text", "empty_text",
-    "text_too_long", "too_many_texts", "invalid_text", "not_found", "method_not_allowed",
+    "text_too_long", "too_many_texts", "invalid_text", "invalid_timeout", "not_found", "method_not_allowed",
 )
+
+# Request headers that shorten a request's deadline (milliseconds from receipt), in order of precedence: the
+# client's own, then the one Envoy (Envoy Gateway, Istio) sets from the route's timeout.
+TIMEOUT_HEADERS = ("X-Request-Timeout-Ms", "X-Envoy-Expected-Rq-Timeout-Ms")
+
+
+def timeout_ms(headers, default_ms: float) -> float:
+    """The request's time budget in milliseconds: the first `TIMEOUT_HEADERS` present, capped at ``default_ms``
+    (a client may ask for less time than the server allows, never more)."""
+    for name in TIMEOUT_HEADERS:
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if not value > 0 or value == float("inf"):  # nan fails the comparison
+            raise BadRequest(400, "invalid_timeout", f"{name} must be a positive number of milliseconds, got "
+                             f"{raw[:40]!r}")
+        return min(value, default_ms)
+    return default_ms
 
 
 def parse_body(body: bytes, limits: Limits) -> tuple[list[str], bool]:
