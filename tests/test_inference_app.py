@@ -42,9 +42,10 @@ TEXTS = ["I love using this product!", "terrible service, never again", "the del
 class Server:
     """A ``python -m sentiment`` subprocess; its log lines are kept for assertions."""
 
-    def __init__(self, model_dir: Path, env: dict):
-        full_env = {**os.environ, "MODEL_PATH": str(model_dir), "HOST": "127.0.0.1", "PORT": "0", **env}
-        self.proc = subprocess.Popen([sys.executable, "-m", "sentiment"], cwd=APP_DIR, env=full_env,
+    def __init__(self, model_dir: Path, env: dict, command: tuple = ("-m", "sentiment")):
+        full_env = {**os.environ, "MODEL_PATH": str(model_dir), "HOST": "127.0.0.1", "PORT": "0",
+                    "PYTHONPATH": str(APP_DIR), **env}
+        self.proc = subprocess.Popen([sys.executable, *command], cwd=APP_DIR, env=full_env,
                                      stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.port = 0
@@ -278,6 +279,20 @@ def test_concurrent_load_mixed_with_bad_requests_no_5xx_and_every_good_request_a
     batches = after["inference_batch_size_count"] - before["inference_batch_size_count"]
     assert after["inference_batch_size_sum"] - before["inference_batch_size_sum"] == texts
     assert batches < texts
+
+
+def test_a_lone_request_starts_its_forward_pass_at_once(main):
+    before = main.metrics()
+    latencies = []
+    for text in TEXTS * 3:
+        started = time.perf_counter()
+        status, _, _ = main.analyze({"text": text})
+        latencies.append(time.perf_counter() - started)
+        assert status == 200
+    after = main.metrics()
+    # One forward pass per request (nobody to batch with), each started at once: no waiting for company.
+    assert after["inference_batch_size_count"] - before["inference_batch_size_count"] == len(TEXTS) * 3
+    assert sorted(latencies)[len(latencies) // 2] < 0.05
 
 
 # ---------------------------------------------------------------------------------------------------------

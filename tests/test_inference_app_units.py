@@ -285,8 +285,8 @@ def test_admitted_work_that_can_no_longer_make_its_deadline_is_dropped_before_it
     model = FakeModel(delay=0.3)
 
     async def scenario(executor):
-        batcher = batcher_for(model, executor, max_batch_size=2)
-        batcher.calibrate(0.02, 2)  # the estimate says 10 ms per text: the request below is admitted...
+        batcher = batcher_for(model, executor, max_batch_size=4)
+        batcher.calibrate(0.04, 4)  # the estimate says 10 ms per text: the request below is admitted...
         busy = asyncio.ensure_future(batcher.submit(["busy"]))
         await asyncio.sleep(0.01)
         late = asyncio.ensure_future(batcher.submit(["late"], deadline=time.monotonic() + 0.1))
@@ -314,6 +314,26 @@ def test_the_estimate_learns_from_well_filled_batches():
         return batcher.seconds_per_text
 
     assert 0.012 <= run(scenario) <= 0.03  # moving towards 20 ms per text (80 ms per batch of 4)
+
+
+def test_a_full_batch_waiting_is_sent_while_the_model_is_busy_two_in_flight_at_most():
+    model = FakeModel(delay=0.05)
+
+    async def scenario(executor):
+        batcher = batcher_for(model, executor, max_batch_size=2)
+        first = asyncio.ensure_future(batcher.submit(["a"]))
+        await asyncio.sleep(0.01)  # "a" is in the model
+        rest = [asyncio.ensure_future(batcher.submit([t])) for t in ("b", "c", "d", "e", "f")]
+        await asyncio.sleep(0)
+        in_flight = batcher.pending - batcher.queued  # "a", and the full batch ("b", "c") sent behind it
+        results = await asyncio.gather(first, *rest)
+        await batcher.close()
+        return in_flight, results
+
+    in_flight, results = run(scenario)
+    assert in_flight == 3
+    assert results == [["A"], ["B"], ["C"], ["D"], ["E"], ["F"]]
+    assert model.batches == [["a"], ["b", "c"], ["d", "e"], ["f"]]
 
 
 def test_a_failing_batch_fails_only_its_requests_and_the_batcher_lives_on():

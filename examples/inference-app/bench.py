@@ -1,20 +1,26 @@
-"""Benchmark: the server against the model's raw batched ceiling and against a naive one-forward-per-request server.
+"""Benchmark: the server against the model's raw batched ceiling and against a naive Flask + pipeline server.
 
-One run, one model, one machine:
+One run, one model, one machine, rounds interleaved (so whatever else the machine does weighs on all alike;
+medians over rounds are reported):
 
-(a) raw: ``Classifier.predict`` on batches of ``--max-batch-size`` texts in a tight loop, no HTTP (the ceiling);
-(b) server: ``python -m sentiment`` (dynamic micro-batching) under closed-loop load at each ``--concurrency``,
-    one text per request, throughput and p50/p99 latency;
-(c) naive: the same model worker, tokenizer and HTTP stack, but one forward pass per request (no batching),
-    under the same load.
+(a) raw: ``Classifier.predict`` on full batches of ``--max-batch-size`` texts back to back, no HTTP: the ceiling;
+(b) server: ``python -m sentiment`` under closed-loop load (one text per request) at each ``--concurrency``,
+    clients honouring ``Retry-After`` (a refused client sleeps that long); then at ``--ignore-levels`` clients
+    that resend at once, and at the top level clients that also send ``X-Request-Timeout-Ms:
+    --shed-timeout-ms``, a deadline short enough that the server must shed most of them;
+(c) naive: naive_server.py, Flask's threaded server and ``transformers.pipeline``, one forward per request.
 
-It prints a table and the ratios server/raw and server/naive (target at concurrency 64: >= 0.8 and >= 5).
+Per row: good answers per second (texts/s), p50/p99 latency of good answers, the shed fraction (503s of all
+answers), the load generator's CPU (cores: it shares the machine with the servers) and the server's (its
+process and the model worker). It checks the targets: concurrency 1 p50 <= 1.2 x naive; concurrency 64 >=
+0.8 x raw; goodput at the two top levels >= 0.95 x the peak, whether clients honour Retry-After or not; p99 of
+answered requests within the deadline at the top level.
 
-    python bench.py --size base                # build a DistilBERT-base-sized model with random weights
-    python bench.py --model /models/sst2       # or benchmark a model directory
+    python bench.py --size tiny                  # build a model with random weights (tiny, mini, small, base)
+    python bench.py --model /models/sst2         # or benchmark a model directory
 
-The load generator is a minimal keep-alive HTTP/1.1 client on asyncio protocols: on a small machine the client
-shares the CPU with the server, so it must cost as little as possible per request.
+The load generator is a minimal keep-alive HTTP/1.1 client on asyncio protocols, about 40 µs of CPU per request:
+on a small machine the client shares the CPU with the server, so it must cost as little as possible.
 """
 
 import argparse
@@ -24,6 +30,8 @@ import math
 import os
 import random
 import re
+import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +50,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from make_model import WORDS, build  # noqa: E402
 
+DEFAULT_DEADLINE_MS = 1000.0  # the server's DEADLINE_MS default (sentiment/settings.py)
+GRACE_S = 10.0  # how long after its window a load level waits for answers still outstanding
+TARGETS = {"c1_p50_vs_naive": 1.2, "c64_vs_raw": 0.8, "goodput_vs_peak": 0.95}
+
 
 def review_texts(count: int, seed: int = 0) -> list[str]:
     """Product-review-like texts of 5 to 30 words (deterministic)."""
@@ -50,10 +62,37 @@ def review_texts(count: int, seed: int = 0) -> list[str]:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (``q`` in 0..100) of a non-empty list."""
+    """Nearest-rank percentile (``q`` in 0..100) of a list (0 when empty)."""
+    if not values:
+        return 0.0
     ordered = sorted(values)
     rank = max(1, min(len(ordered), math.ceil(q / 100.0 * len(ordered))))
     return ordered[rank - 1]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes so far (Linux /proc; 0 for a process that is gone)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its children (the server's model worker)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                    children.append(int(entry.name))
+            except OSError:
+                continue
+    return [pid, *children]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -88,7 +127,7 @@ class RawLoop:
 
 
 class _Connection(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection; `send` writes a request and resolves with the status code."""
+    """One keep-alive HTTP/1.1 connection; `send` writes a request and resolves with (status, Retry-After)."""
 
     def __init__(self) -> None:
         self.transport: Optional[asyncio.Transport] = None
@@ -109,9 +148,12 @@ class _Connection(asyncio.Protocol):
         if len(self.buffer) < end + 4 + length:
             return
         status = int(head.split(" ", 2)[1])
+        retry = re.search(r"(?im)^retry-after:\s*(\d+)", head)
         del self.buffer[:end + 4 + length]
+        if re.search(r"(?im)^connection:\s*close", head):  # the next request goes on a new connection
+            self.transport.close()
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(status)
+            self.waiter.set_result((status, int(retry.group(1)) if retry else 0))
 
     def connection_lost(self, exc) -> None:
         if self.waiter is not None and not self.waiter.done():
@@ -123,50 +165,92 @@ class _Connection(asyncio.Protocol):
         return self.waiter
 
 
-def analyze_request(host: str, port: int, text: str) -> bytes:
+def analyze_request(host: str, port: int, text: str, timeout_ms: Optional[float] = None) -> bytes:
     body = json.dumps({"text": text}).encode()
-    return (f"POST /analyze HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+    extra = f"X-Request-Timeout-Ms: {timeout_ms:g}\r\n" if timeout_ms else ""
+    return (f"POST /analyze HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n{extra}"
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
 
-async def closed_loop(host: str, port: int, concurrency: int, duration: float, warmup: float) -> dict:
-    """``concurrency`` clients, each sending its next request when the previous one is answered."""
+async def closed_loop(host: str, port: int, concurrency: int, duration: float, warmup: float,
+                      honour_retry_after: bool = True, timeout_ms: Optional[float] = None,
+                      server_pids: Optional[list[int]] = None) -> dict:
+    """``concurrency`` clients, each sending its next request when the previous one is answered (or, after a 503,
+    once its Retry-After passed, unless ``honour_retry_after`` is false)."""
     loop = asyncio.get_running_loop()
-    requests = [analyze_request(host, port, t) for t in review_texts(1024, seed=2)]
+    requests = [analyze_request(host, port, t, timeout_ms) for t in review_texts(1024, seed=2)]
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     measure_from = loop.time() + warmup
     stop_at = measure_from + duration
+    marks: dict[str, tuple[float, float]] = {}
+
+    def mark() -> tuple[float, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime, cpu_seconds(server_pids or [])
 
     async def client(index: int) -> None:
-        _, conn = await loop.create_connection(_Connection, host, port)
+        conn = None
         i = index
         try:
-            while True:
+            while loop.time() < stop_at:
+                if conn is None or conn.transport.is_closing():
+                    _, conn = await loop.create_connection(_Connection, host, port)
                 started = loop.time()
-                if started >= stop_at:
-                    return
-                status = await conn.send(requests[i % len(requests)])
+                try:
+                    status, retry_after = await conn.send(requests[i % len(requests)])
+                except ConnectionError:
+                    conn = None
+                    status, retry_after = 0, 0
                 i += concurrency
-                if started >= measure_from:
-                    latencies.append(loop.time() - started)
+                if started >= measure_from and loop.time() <= stop_at:
                     statuses[status] = statuses.get(status, 0) + 1
+                    if status == 200:
+                        latencies.append(loop.time() - started)
+                if status == 503 and honour_retry_after:
+                    await asyncio.sleep(min(retry_after, max(0.0, stop_at - loop.time())))
         finally:
-            conn.transport.close()
+            if conn is not None:
+                conn.transport.close()
 
-    await asyncio.gather(*(client(i) for i in range(concurrency)))
+    async def meter() -> None:
+        await asyncio.sleep(max(0.0, measure_from - loop.time()))
+        marks["start"] = mark()
+        await asyncio.sleep(max(0.0, stop_at - loop.time()))
+        marks["stop"] = mark()
+
+    # Bounded: a client still waiting GRACE_S after the window (a server that stopped answering, a connection
+    # stuck in the listen backlog) is cancelled and counted as stuck.
+    tasks = [loop.create_task(client(i)) for i in range(concurrency)]
+    await meter()
+    _, stuck = await asyncio.wait(tasks, timeout=max(0.0, stop_at + GRACE_S - loop.time()))
+    for task in stuck:
+        task.cancel()
+    await asyncio.gather(*stuck, return_exceptions=True)
+    answered = sum(statuses.values())
     ok = statuses.get(200, 0)
-    return {"concurrency": concurrency, "requests": len(latencies), "ok": ok, "statuses": statuses,
-            "texts_per_s": ok / duration, "p50_ms": percentile(latencies, 50) * 1000,
-            "p99_ms": percentile(latencies, 99) * 1000}
+    (client0, server0), (client1, server1) = marks["start"], marks["stop"]
+    return {"concurrency": concurrency, "honour_retry_after": honour_retry_after, "timeout_ms": timeout_ms,
+            "requests": answered, "ok": ok, "statuses": statuses, "texts_per_s": ok / duration,
+            "shed": statuses.get(503, 0) / max(answered, 1), "p50_ms": percentile(latencies, 50) * 1000,
+            "p99_ms": percentile(latencies, 99) * 1000, "stuck_clients": len(stuck),
+            "client_cores": (client1 - client0) / duration,
+            "server_cores": (server1 - server0) / duration}
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Server processes
 
 
-def start_process(args: list[str], env: dict) -> tuple[subprocess.Popen, int]:
-    """Start a server that logs ``listening on HOST:PORT`` and wait until /readyz says 200."""
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_process(args: list[str], env: dict, probe: bytes = b"") -> tuple[subprocess.Popen, int]:
+    """Start a server that logs ``listening on HOST:PORT``; wait until it answers /readyz (or ``probe``, a POST
+    /analyze body, for a server without /readyz) with 200."""
     proc = subprocess.Popen([sys.executable, *args], cwd=HERE, env={**os.environ, **env},
                             stderr=subprocess.PIPE, text=True)
     port = None
@@ -182,8 +266,9 @@ def start_process(args: list[str], env: dict) -> tuple[subprocess.Popen, int]:
     # Keep draining stderr so the server never blocks on a full pipe.
     threading.Thread(target=_discard, args=(proc.stderr,), daemon=True).start()
     while time.monotonic() < deadline:
+        url = f"http://127.0.0.1:{port}/" + ("analyze" if probe else "readyz")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+            with urllib.request.urlopen(urllib.request.Request(url, data=probe or None), timeout=5) as resp:
                 if resp.status == 200:
                     return proc, port
         except OSError:
@@ -205,50 +290,14 @@ def stop_process(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def serve_naive(model_dir: str, port: int, device: str, dtype: str, threads: int, model_worker: str) -> None:
-    """The baseline: the server's model worker and HTTP stack, one forward pass per request, one at a time."""
-    import logging
-    from concurrent.futures import ThreadPoolExecutor
-
-    from aiohttp import web
-    from sentiment.server import load_classifier
-    from sentiment.settings import Settings
-
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    classifier = load_classifier(Settings(model_path=model_dir, device=device, dtype=dtype, torch_threads=threads,
-                                          model_worker=model_worker))
-    classifier.warm_up(1)
-    worker = ThreadPoolExecutor(max_workers=1)
-
-    async def analyze(request: web.Request) -> web.Response:
-        text = json.loads(await request.read())["text"]
-        prediction = (await asyncio.get_running_loop().run_in_executor(worker, classifier.predict, [text]))[0]
-        return web.json_response({"label": prediction.label, "score": round(prediction.score, 6)})
-
-    async def readyz(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ready"})
-
-    async def run() -> None:
-        app = web.Application()
-        app.router.add_post("/analyze", analyze)
-        app.router.add_get("/readyz", readyz)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
-        await site.start()
-        logging.info("listening on 127.0.0.1:%s", runner.addresses[0][1])
-        await asyncio.Event().wait()
-
-    asyncio.run(run())
-
-
 # ---------------------------------------------------------------------------------------------------------
+# Figures
 
 
 def median_of(runs: list[dict]) -> dict:
-    """Per-field median over rounds (throughputs and latencies alike); statuses summed."""
+    """Per-field median over rounds (throughputs, latencies, fractions, CPU alike); statuses summed."""
     out = dict(runs[0])
-    for key in ("texts_per_s", "p50_ms", "p99_ms"):
+    for key in ("texts_per_s", "p50_ms", "p99_ms", "shed", "client_cores", "server_cores"):
         if key in out:
             out[key] = statistics.median(r[key] for r in runs)
     if "statuses" in out:
@@ -261,88 +310,160 @@ def median_of(runs: list[dict]) -> dict:
     return out
 
 
-def report(raw: dict, server: list[dict], naive: list[dict], meta: dict) -> str:
+def row_label(run: dict) -> str:
+    clients = "honour" if run["honour_retry_after"] else "ignore"
+    timeout = f", {run['timeout_ms']:g} ms" if run.get("timeout_ms") else ""
+    return f"{run['concurrency']} {clients}{timeout}"
+
+
+def targets(raw: dict, server: list[dict], naive: dict, deadline_ms: float) -> list[tuple[str, float, float, bool]]:
+    """(what, measured, target, met) for each target the issue sets; ``naive`` maps concurrency -> row."""
+    honour = {r["concurrency"]: r for r in server if r["honour_retry_after"] and not r["timeout_ms"]}
+    peak = max(r["texts_per_s"] for r in honour.values())
+    top = sorted(honour)[-2:]
+    checks = []
+    if 1 in honour and 1 in naive:
+        ratio = honour[1]["p50_ms"] / max(naive[1]["p50_ms"], 1e-9)
+        checks.append(("concurrency 1: p50 server / naive", ratio, TARGETS["c1_p50_vs_naive"],
+                       ratio <= TARGETS["c1_p50_vs_naive"]))
+    if 64 in honour:
+        ratio = honour[64]["texts_per_s"] / raw["texts_per_s"]
+        checks.append(("concurrency 64: server / raw", ratio, TARGETS["c64_vs_raw"], ratio >= TARGETS["c64_vs_raw"]))
+    for run in server:
+        if run["concurrency"] in top and not run["timeout_ms"]:
+            ratio = run["texts_per_s"] / peak
+            checks.append((f"goodput {row_label(run)} / peak", ratio, TARGETS["goodput_vs_peak"],
+                           ratio >= TARGETS["goodput_vs_peak"]))
+        if run["concurrency"] == max(honour) and run["ok"]:
+            limit = run["timeout_ms"] or deadline_ms
+            checks.append((f"p99 ms of answered, {row_label(run)}", run["p99_ms"], limit, run["p99_ms"] <= limit))
+    return checks
+
+
+def report(raw: dict, server: list[dict], naive: dict, meta: dict) -> str:
+    naive_peak = max((n["texts_per_s"] for n in naive.values()), default=0.0)
     lines = [
-        f"model {meta['model']} ({meta['size']}), device {raw['device']} {raw['dtype']}, "
-        f"max batch {meta['max_batch_size']}, max wait {meta['max_wait_ms']} ms, model in a {meta['model_worker']}, "
-        f"{meta['cpus']} CPUs, "
+        f"model {meta['model']} ({meta['size']}), device {raw['device']} {raw['dtype']}, max batch "
+        f"{meta['max_batch_size']}, max wait {meta['max_wait_ms']:g} ms, deadline {meta['deadline_ms']:g} ms, model "
+        f"in {meta['model_workers']} {meta['model_worker']}(es), {meta['cpus']} CPUs ({meta['cpu_model']}), "
         f"medians of {meta['rounds']} rounds of {meta['duration_s']:g} s",
         f"(a) raw batched throughput at batch {raw['batch_size']}: {raw['texts_per_s']:.1f} texts/s "
         f"(rounds: {raw['rounds']})",
+        f"(c) naive peak: {naive_peak:.1f} texts/s",
         "",
-        f"{'concurrency':>11} | {'server/s':>9} {'p50 ms':>8} {'p99 ms':>8} | {'naive/s':>9} {'p50 ms':>8} "
-        f"{'p99 ms':>8} | {'srv/raw':>7} {'srv/naive':>9}",
+        f"{'clients':>18} | {'server/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'shed':>5} | {'naive/s':>7} {'p50 ms':>7} "
+        f"{'p99 ms':>7} | {'srv/raw':>7} {'srv/naive':>9} | {'cpu load':>8} {'cpu srv':>7}",
     ]
-    for s, n in zip(server, naive, strict=True):
+    for s in server:
+        n = naive.get(s["concurrency"]) if s["honour_retry_after"] and not s["timeout_ms"] else None
+        naive_cells = (f"{n['texts_per_s']:>7.1f} {n['p50_ms']:>7.1f} {n['p99_ms']:>7.1f}" if n
+                       else f"{'':>7} {'':>7} {'':>7}")
+        versus_naive = f"{s['texts_per_s'] / max(n['texts_per_s'], 1e-9):>9.2f}" if n else f"{'':>9}"
         lines.append(
-            f"{s['concurrency']:>11} | {s['texts_per_s']:>9.1f} {s['p50_ms']:>8.1f} {s['p99_ms']:>8.1f} | "
-            f"{n['texts_per_s']:>9.1f} {n['p50_ms']:>8.1f} {n['p99_ms']:>8.1f} | "
-            f"{s['texts_per_s'] / raw['texts_per_s']:>7.2f} {s['texts_per_s'] / max(n['texts_per_s'], 1e-9):>9.2f}")
-    non_200 = {c["concurrency"]: c["statuses"] for c in server + naive if set(c["statuses"]) - {200}}
-    lines.append(f"non-200 answers: {non_200 or 'none'}")
+            f"{row_label(s):>18} | {s['texts_per_s']:>8.1f} {s['p50_ms']:>7.1f} {s['p99_ms']:>7.1f} "
+            f"{s['shed']:>5.2f} | {naive_cells} | {s['texts_per_s'] / raw['texts_per_s']:>7.2f} {versus_naive} | "
+            f"{s['client_cores']:>8.2f} {s['server_cores']:>7.2f}")
+    lines.append("cpu load / cpu srv: cores used by the load generator / by the server and its model worker")
+    other = {row_label(c): {k: v for k, v in c["statuses"].items() if k not in (200, 503)} for c in server}
+    other.update({f"naive {c}": {k: v for k, v in r["statuses"].items() if k != 200} for c, r in naive.items()})
+    other = {k: v for k, v in other.items() if v}
+    lines.append(f"answers other than 200 and 503: {other or 'none'}")
+    lines.append("")
+    lines.append("targets:")
+    for what, measured, target, met in targets(raw, server, naive, meta["deadline_ms"]):
+        sign = "<=" if "p50" in what or "p99" in what else ">="
+        lines.append(f"  {what}: {measured:.2f} (target {sign} {target:g}) {'met' if met else 'MISSED'}")
     return "\n".join(lines)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Benchmark the sentiment server (see module docstring).")
     parser.add_argument("--model", help="model directory (default: build one with make_model.py --size)")
-    parser.add_argument("--size", default="base", help="size for the built model: tiny, small, base, large")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--size", default="tiny", help="size for the built model: tiny, mini, small, base, large")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
     parser.add_argument("--model-worker", default="process", choices=("process", "thread"),
-                        help="where the servers run the model (the app's MODEL_WORKER)")
+                        help="where the server runs the model (the app's MODEL_WORKER)")
+    parser.add_argument("--model-workers", type=int, default=0, help="the server's MODEL_WORKERS (0: the CPU "
+                        "count on CPU, 1 on a GPU)")
     parser.add_argument("--max-batch-size", type=int, default=32)
-    parser.add_argument("--max-wait-ms", type=float, default=5.0)
-    parser.add_argument("--concurrency", default="1,16,64")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per load level")
+    parser.add_argument("--max-wait-ms", type=float, default=0.0)
+    parser.add_argument("--deadline-ms", type=float, default=DEFAULT_DEADLINE_MS, help="the server's DEADLINE_MS")
+    parser.add_argument("--concurrency", default="1,16,64,256,1024", help="clients honouring Retry-After")
+    parser.add_argument("--ignore-levels", default="256,1024", help="levels also run with clients that resend a "
+                        "refused request at once")
+    parser.add_argument("--shed-timeout-ms", type=float, default=100.0, help="X-Request-Timeout-Ms of the extra "
+                        "row at the top level (clients ignoring Retry-After; 0: no such row)")
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive server")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds measured per row")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
     parser.add_argument("--rounds", type=int, default=3, help="measurement rounds (medians are reported)")
     parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--serve-naive", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    if args.serve_naive:
-        serve_naive(args.model, args.port, args.device, args.dtype, args.threads, args.model_worker)
-        return
     levels = [int(c) for c in args.concurrency.split(",")]
+    workers = args.model_workers or (os.cpu_count() or 1 if args.device == "cpu" else 1)
+    ignore_levels = [int(c) for c in args.ignore_levels.split(",") if c]
+    # (concurrency, honour Retry-After, X-Request-Timeout-Ms) per server row.
+    rows = [(c, True, None) for c in levels] + [(c, False, None) for c in ignore_levels]
+    if args.shed_timeout_ms:
+        rows += [(max(levels), True, args.shed_timeout_ms), (max(levels), False, args.shed_timeout_ms)]
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = args.model or str(build(Path(tmp) / f"model-{args.size}", args.size))
-        common = ["--device", args.device, "--dtype", args.dtype, "--threads", str(args.threads),
-                  "--model-worker", args.model_worker]
         env = {"MODEL_PATH": model_dir, "HOST": "127.0.0.1", "PORT": "0", "DEVICE": args.device,
                "DTYPE": args.dtype, "MAX_BATCH_SIZE": str(args.max_batch_size), "MAX_WAIT_MS": str(args.max_wait_ms),
-               "TORCH_THREADS": str(args.threads), "MAX_QUEUE": str(max(1024, 4 * max(levels))),
-               "MODEL_WORKER": args.model_worker}
-        # Both servers stay up (idle when not under load); rounds interleave raw, server and naive so that
-        # whatever else the machine runs meanwhile weighs on all three alike. Medians over rounds are reported.
-        processes = [start_process(["-m", "sentiment"], env),
-                     start_process([str(HERE / "bench.py"), "--serve-naive", "--model", model_dir, *common], {})]
+               "DEADLINE_MS": str(args.deadline_ms), "TORCH_THREADS": str(args.threads),
+               "MAX_QUEUE": str(max(1024, 4 * max(levels))), "MODEL_WORKER": args.model_worker,
+               "MODEL_WORKERS": str(workers if args.model_worker == "process" else 1)}
+        # Both servers stay up (idle when not under load); rounds interleave raw, server and naive.
+        server_proc, server_port = start_process(["-m", "sentiment"], env)
+        naive_proc = None
+        if not args.no_naive:
+            naive_proc, naive_port = start_process(
+                [str(HERE / "naive_server.py"), "--model", model_dir, "--port", str(free_port()), "--device",
+                 args.device, "--threads", str(args.threads)], {}, probe=b'{"text": "ready?"}')
+        server_pids = process_tree(server_proc.pid)
         try:
             raw_loop = RawLoop(model_dir, args.max_batch_size, args.device, args.dtype, args.threads)
-            raw_runs, server_runs, naive_runs = [], [[] for _ in levels], [[] for _ in levels]
+            raw_runs, server_runs, naive_runs = [], [[] for _ in rows], {c: [] for c in levels}
             for round_index in range(args.rounds):
                 raw_runs.append(raw_loop.run(args.duration))
-                for i, level in enumerate(levels):
-                    for port, runs in ((processes[0][1], server_runs), (processes[1][1], naive_runs)):
-                        runs[i].append(asyncio.run(closed_loop("127.0.0.1", port, level, args.duration,
-                                                               args.warmup)))
+                for i, (level, honour, timeout) in enumerate(rows):
+                    server_runs[i].append(asyncio.run(closed_loop(
+                        "127.0.0.1", server_port, level, args.duration, args.warmup, honour, timeout, server_pids)))
+                    if naive_proc is not None and honour and not timeout:
+                        naive_runs[level].append(asyncio.run(closed_loop(
+                            "127.0.0.1", naive_port, level, args.duration, args.warmup,
+                            server_pids=[naive_proc.pid])))
                 print(f"round {round_index + 1}: raw {raw_runs[-1]['texts_per_s']:.1f}/s, server "
                       f"{[round(r[-1]['texts_per_s'], 1) for r in server_runs]}, naive "
-                      f"{[round(r[-1]['texts_per_s'], 1) for r in naive_runs]}", flush=True)
+                      f"{[round(r[-1]['texts_per_s'], 1) for r in naive_runs.values() if r]}", flush=True)
         finally:
-            for proc, _ in processes:
-                stop_process(proc)
+            stop_process(server_proc)
+            if naive_proc is not None:
+                stop_process(naive_proc)
     raw = median_of(raw_runs)
     server = [median_of(r) for r in server_runs]
-    naive = [median_of(r) for r in naive_runs]
+    naive = {c: median_of(r) for c, r in naive_runs.items() if r}
     meta = {"model": args.model or "random weights", "size": args.size if not args.model else "-",
-            "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms, "cpus": os.cpu_count(),
-            "rounds": args.rounds, "duration_s": args.duration, "model_worker": args.model_worker}
+            "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms, "deadline_ms": args.deadline_ms,
+            "cpus": os.cpu_count(), "cpu_model": cpu_model(), "rounds": args.rounds, "duration_s": args.duration,
+            "model_worker": args.model_worker, "model_workers": env["MODEL_WORKERS"]}
     print(report(raw, server, naive, meta))
     if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "raw": raw, "server": server, "naive": naive}, indent=2))
+        Path(args.json).write_text(json.dumps({"meta": meta, "raw": raw, "server": server, "naive": naive,
+                                               "targets": targets(raw, server, naive, args.deadline_ms)}, indent=2))
 
 
 if __name__ == "__main__":

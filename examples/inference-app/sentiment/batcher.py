@@ -4,11 +4,15 @@ waiting past its deadline.
 - **Batch when it pays.** A text that arrives while the model is idle starts a forward pass at once (or after at
   most ``max_wait_s``, 0 by default). Texts that arrive during a forward pass queue up and leave together, up to
   ``max_batch_size``, the moment it ends: the next batch is sent from the very callback that receives the
-  previous answer, before the event loop turns to anything else, so the model never waits for the HTTP side.
+  previous answer. When a full batch is already waiting, it is sent before the running pass ends (two batches
+  in flight per model worker at most), so under deep queues the model never waits for a busy event loop to
+  read its answer. With several model workers (MODEL_WORKERS, CPU), each idle one gets a batch at once.
   Under load batches fill by themselves; at low load nobody waits for company. A request with more texts than a
   batch holds is split over consecutive batches.
 - **Admission by expected wait.** The batcher measures its forward passes (seconds per text of well-filled
-  batches, a moving average seeded by a timed full batch at start-up, `calibrate`). A request whose texts,
+  batches, a moving average seeded by a timed full batch at start-up, `calibrate`) and the event loop's lag
+  after each one (how long the answered requests wait for their turn on the loop: under heavy load, part of
+  the latency clients see). A request whose texts,
   behind everything queued or in the model, would not be done before its deadline is refused at once with
   `Overloaded`, which says how many seconds the backlog needs to drain (the ``Retry-After``: refused clients
   come back when the texts ahead of them are done, not all at once the moment one more would fit). Latency stays
@@ -28,8 +32,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any, Optional
 
-# ``on_done(outputs, None)`` or ``on_done(None, error)``, called on the event loop once the pass ends.
-OnDone = Callable[[Optional[Sequence[Any]], Optional[BaseException]], None]
+# ``on_done(outputs, None, seconds)`` or ``on_done(None, error, 0)``, called on the event loop once the pass
+# ended; ``seconds``: how long the forward pass itself took (measured where it ran).
+OnDone = Callable[[Optional[Sequence[Any]], Optional[BaseException], float], None]
 # Starts a forward pass over ``texts`` (same length, same order out) and returns at once.
 StartForward = Callable[[list[str], OnDone], None]
 
@@ -53,14 +58,34 @@ def on_thread(predict: Callable[[list[str]], Sequence[Any]], executor: Executor)
     """A blocking ``predict`` as a `StartForward`: it runs on ``executor`` (PyTorch releases the GIL in its
     kernels) and ``on_done`` runs on the event loop."""
 
+    def timed(texts: list[str]) -> tuple[Sequence[Any], float]:
+        started = time.perf_counter()
+        outputs = predict(texts)
+        return outputs, time.perf_counter() - started
+
     def start(texts: list[str], on_done: OnDone) -> None:
         def finished(future: asyncio.Future) -> None:
             error = future.exception()
-            on_done(None if error else future.result(), error)
+            if error is not None:
+                on_done(None, error, 0.0)
+            else:
+                outputs, seconds = future.result()
+                on_done(outputs, None, seconds)
 
-        asyncio.get_running_loop().run_in_executor(executor, predict, texts).add_done_callback(finished)
+        asyncio.get_running_loop().run_in_executor(executor, timed, texts).add_done_callback(finished)
 
     return start
+
+
+class _Batch:
+    """A batch sent to the model: its requests' parts (request, start, offset, count), its size, when it was sent."""
+
+    __slots__ = ("parts", "size", "sent")
+
+    def __init__(self, parts: list, size: int, sent: float):
+        self.parts = parts
+        self.size = size
+        self.sent = sent
 
 
 class _Pending:
@@ -89,7 +114,10 @@ class MicroBatcher:
         max_queue: int,
         on_batch: Optional[Callable[[int, float], None]] = None,
         on_queue: Optional[Callable[[int], None]] = None,
+        workers: int = 1,
     ):
+        """``workers``: forward passes the model side runs at once (model worker processes)."""
+        self.workers = workers
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.max_queue = max_queue
@@ -98,11 +126,9 @@ class MicroBatcher:
         self._on_queue = on_queue or (lambda depth: None)
         self._queue: deque[_Pending] = deque()
         self._queued = 0
-        # The running batch: (request, start, offset, count) per request in it.
-        self._in_forward: list[tuple[_Pending, int, int, int]] = []
-        self._in_forward_texts = 0
-        self._forward_started = 0.0
-        self._seconds_per_text: Optional[float] = None
+        self._in_flight: list[_Batch] = []  # sent to the model, oldest first; two per worker at most
+        self._seconds_per_text: Optional[float] = None  # of the whole model side: all workers together
+        self._answer_lag = 0.0  # seconds from a batch's answer to its handlers running (moving average)
         self._timer: Optional[asyncio.TimerHandle] = None
         self._draining = False
         self._running = False
@@ -124,7 +150,7 @@ class MicroBatcher:
     @property
     def pending(self) -> int:
         """Texts accepted and not yet answered (waiting or in the forward pass)."""
-        return self._queued + self._in_forward_texts
+        return self._queued + sum(batch.size for batch in self._in_flight)
 
     @property
     def seconds_per_text(self) -> Optional[float]:
@@ -132,8 +158,9 @@ class MicroBatcher:
         return self._seconds_per_text
 
     def calibrate(self, seconds: float, size: int) -> None:
-        """Seed the estimate with a timed forward pass of ``size`` texts (the server times one full batch)."""
-        self._seconds_per_text = seconds / max(1, size)
+        """Seed the estimate with a timed forward pass of ``size`` texts on one worker (the server times one full
+        batch)."""
+        self._seconds_per_text = seconds / max(1, size) / self.workers
 
     def expected_wait(self, texts: int = 0, now: Optional[float] = None) -> float:
         """Seconds until ``texts`` more texts, queued behind the current backlog, would be done (0 unmeasured)."""
@@ -141,10 +168,13 @@ class MicroBatcher:
         if spt is None:
             return 0.0
         now = time.monotonic() if now is None else now
-        in_model = 0.0
-        if self._in_forward_texts:
-            in_model = max(0.0, self._forward_started + self._in_forward_texts * spt - now)
-        return in_model + (self._queued + texts) * spt
+        return self._in_model(spt, now) + (self._queued + texts) * spt + self._answer_lag
+
+    def _in_model(self, spt: float, now: float) -> float:
+        """Seconds until the batches in flight are done (the oldest started when it was sent)."""
+        if not self._in_flight:
+            return 0.0
+        return max(0.0, sum(b.size for b in self._in_flight) * spt - (now - self._in_flight[0].sent))
 
     def admit(self, texts: int, deadline: float) -> None:
         """Raise `Overloaded` unless ``texts`` more texts fit in the queue and would be done by ``deadline``
@@ -182,16 +212,19 @@ class MicroBatcher:
         if self._timer is not None:
             self._timer.cancel()
         error = RuntimeError("server shut down")
-        for pending in [*self._queue, *(part[0] for part in self._in_forward)]:
+        for pending in [*self._queue, *(part[0] for batch in self._in_flight for part in batch.parts)]:
             if not pending.future.done():
                 pending.future.set_exception(error)
         self._queue.clear()
 
     # -- batching ----------------------------------------------------------------------------------------
     def _dispatch(self, waited: bool = False) -> None:
-        """Start the next forward pass if the model is idle and there is something to send (a partial batch only
-        once its oldest text ``waited`` ``max_wait_s``, when that is not 0)."""
-        if self._in_forward or not self._queue or not self._running:
+        """Send the next batch if a worker is idle and there is something to send (a partial batch only once its
+        oldest text ``waited`` ``max_wait_s``, when that is not 0), or if every worker is busy with one batch
+        and a full one is waiting."""
+        if not self._queue or not self._running or len(self._in_flight) >= 2 * self.workers:
+            return
+        if len(self._in_flight) >= self.workers and self._queued < self.max_batch_size:
             return
         if self._timer is not None:
             self._timer.cancel()
@@ -206,18 +239,24 @@ class MicroBatcher:
         self._on_queue(self._queued)
         if not texts:
             return
-        self._in_forward = parts
-        self._in_forward_texts = len(texts)
-        self._forward_started = time.monotonic()
-        try:
-            self._start_forward(texts, self._finished)
-        except Exception as err:  # failed to start (the worker is gone): fail this batch, not from inside itself
-            loop.call_soon(self._finished, None, err)
+        batch = _Batch(parts, len(texts), time.monotonic())
+        self._in_flight.append(batch)
 
-    def _finished(self, outputs: Optional[Sequence[Any]], error: Optional[BaseException]) -> None:
-        """The running forward pass ended: answer its requests, then send the next batch at once."""
-        parts, size = self._in_forward, self._in_forward_texts
-        self._in_forward, self._in_forward_texts = [], 0
+        def on_done(outputs: Optional[Sequence[Any]], error: Optional[BaseException], seconds: float) -> None:
+            self._finished(batch, outputs, error, seconds)
+
+        try:
+            self._start_forward(texts, on_done)
+        except Exception as err:  # failed to start (the worker is gone): fail this batch, not from inside itself
+            loop.call_soon(on_done, None, err, 0.0)
+        self._dispatch()  # another idle worker, or a second full batch
+
+    def _finished(self, batch: _Batch, outputs: Optional[Sequence[Any]], error: Optional[BaseException],
+                  seconds: float) -> None:
+        """A forward pass ended: answer its requests, then send the next batch at once."""
+        self._in_flight.remove(batch)
+        parts, size = batch.parts, batch.size
+        now = time.monotonic()
         if error is None and outputs is not None and len(outputs) != size:
             error = RuntimeError(f"forward returned {len(outputs)} outputs for {size} texts")
         if error is not None or outputs is None:  # one failed batch fails its requests, never the batcher
@@ -225,8 +264,8 @@ class MicroBatcher:
                 if not pending.future.done():
                     pending.future.set_exception(error or RuntimeError("forward returned nothing"))
         else:
-            seconds = time.monotonic() - self._forward_started
             self._learn(size, seconds)
+            asyncio.get_running_loop().call_soon(self._measure_lag, now)  # runs when the handlers' turn comes
             self._on_batch(size, seconds)
             for pending, start, offset, count in parts:
                 pending.results[start:start + count] = outputs[offset:offset + count]
@@ -235,12 +274,15 @@ class MicroBatcher:
                     pending.future.set_result(pending.results)
         self._dispatch()
 
+    def _measure_lag(self, answered: float) -> None:
+        self._answer_lag += EWMA_WEIGHT * (time.monotonic() - answered - self._answer_lag)
+
     def _learn(self, size: int, seconds: float) -> None:
         """Seconds per text from batches at least half full: a small batch costs more per text (fixed costs), and
         the estimate matters when the backlog is deep, which is when batches are full."""
         if size * 2 < self.max_batch_size and self._seconds_per_text is not None:
             return
-        sample = seconds / size
+        sample = seconds / size / self.workers
         spt = self._seconds_per_text
         self._seconds_per_text = sample if spt is None else spt + EWMA_WEIGHT * (sample - spt)
 
@@ -248,7 +290,9 @@ class MicroBatcher:
         """Up to ``max_batch_size`` texts from the head of the queue; parts = (request, start, offset, count).
         Requests that would finish after their deadline even in this batch are dropped (`DeadlineExceeded`)."""
         spt = self._seconds_per_text
-        done_by = now + min(self._queued, self.max_batch_size) * spt if spt is not None else now
+        done_by = now
+        if spt is not None:
+            done_by += self._in_model(spt, now) + min(self._queued, self.max_batch_size) * spt + self._answer_lag
         texts: list[str] = []
         parts = []
         while self._queue and len(texts) < self.max_batch_size:

@@ -7,6 +7,11 @@ connection if the request has not reached the app (its head complete) within ``h
 keep-alive connections (no bytes waiting) are not timed here: the keep-alive timeout covers them, and it must stay
 longer than a load balancer's idle timeout.
 
+After a 503 with ``Retry-After``, the guard stops reading the connection until that time has passed (`hold`): a
+client that honours it loses nothing, and one that resends at once waits in its own socket buffer instead of
+making the server refuse it again and again. Refusing is cheap, but a few hundred clients refusing to wait would
+otherwise spend the CPU the model needs on 503s.
+
 `Connections` tracks the guards, so that on SIGTERM the server can close every idle keep-alive connection at once
 (a client then opens a new one instead of sending its next request into a connection the server is about to
 close: that race is what resets requests on a rollout); busy connections close after their response, which
@@ -15,6 +20,7 @@ carries ``Connection: close``.
 
 import asyncio
 import logging
+import time
 from typing import Any, Callable, Optional
 
 log = logging.getLogger("sentiment")
@@ -30,6 +36,8 @@ class Guard(asyncio.Protocol):
         self.busy = 0  # requests of this connection inside the app
         self.served = 0  # requests of this connection the app finished
         self._timer: Optional[asyncio.TimerHandle] = None
+        self._held: Optional[asyncio.TimerHandle] = None
+        self.request_arrived = 0.0  # time.monotonic() of the current request's first byte
 
     # -- asyncio.Protocol, passed through ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -39,6 +47,7 @@ class Guard(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if not self.busy and self._timer is None and data:  # the first byte of a request head
+            self.request_arrived = time.monotonic()
             self._timer = asyncio.get_running_loop().call_later(self.connections.header_timeout, self._timed_out)
         self.inner.data_received(data)
 
@@ -47,6 +56,8 @@ class Guard(asyncio.Protocol):
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self._cancel_timer()
+        if self._held is not None:
+            self._held.cancel()
         self.connections.discard(self)
         self.inner.connection_lost(exc)
 
@@ -71,6 +82,18 @@ class Guard(asyncio.Protocol):
     def request_finished(self) -> None:
         self.busy -= 1
         self.served += 1
+
+    def hold(self, seconds: float) -> None:
+        """Read nothing more from this connection for ``seconds`` (the Retry-After just sent on it)."""
+        if self.transport is None or self.transport.is_closing() or self._held is not None:
+            return
+        self.transport.pause_reading()
+        self._held = asyncio.get_running_loop().call_later(seconds, self._release)
+
+    def _release(self) -> None:
+        self._held = None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():

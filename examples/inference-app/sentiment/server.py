@@ -68,6 +68,7 @@ class ServiceState:
         self.batcher = MicroBatcher(
             self._start_forward, settings.max_batch_size, settings.max_wait_ms / 1000.0, settings.max_queue,
             on_batch=self.metrics.observe_batch, on_queue=self.metrics.queue_depth.set,
+            workers=settings.model_workers if settings.model_worker == "process" else 1,
         )
         self.metrics.expected_wait.set_function(self.batcher.expected_wait)
 
@@ -97,29 +98,30 @@ class ServiceState:
             log.exception("could not load model from %s", self.settings.model_source)
             return
         loop = asyncio.get_running_loop()
-        if hasattr(self.model, "attach"):  # a worker process: the event loop talks to it directly
+        if hasattr(self.model, "attach"):  # worker processes: the event loop talks to them directly
             self.model.attach(loop)
             self.start_forward = self.model.start_forward
-        if hasattr(self.model, "sentinel"):  # notice the worker's death at once, not at the next batch
-            loop.add_reader(self.model.sentinel, self._worker_exited)
+        for sentinel in getattr(self.model, "sentinels", ()):  # notice a worker's death at once
+            loop.add_reader(sentinel, self._worker_exited, sentinel)
         self.ready = True
-        log.info("model %s ready on %s (%s) in %.1fs, %.2f ms per text in a full batch", self.settings.model_source,
-                 getattr(self.model, "device", "?"), getattr(self.model, "dtype", "?"), time.perf_counter() - started,
-                 self.batcher.seconds_per_text * 1000)
+        log.info("model %s ready on %s (%s) in %.1fs, %d worker(s), %.2f ms per text in a full batch",
+                 self.settings.model_source, getattr(self.model, "device", "?"), getattr(self.model, "dtype", "?"),
+                 time.perf_counter() - started, self.batcher.workers, self.batcher.seconds_per_text * 1000)
 
-
-    def _worker_exited(self) -> None:
-        asyncio.get_running_loop().remove_reader(self.model.sentinel)
+    def _worker_exited(self, sentinel: int) -> None:
+        self.unwatch_worker()
         self.worker_died = True
         self.ready = False
         log.error("model worker exited (code %s): failing readiness and exiting %d so Kubernetes restarts the pod",
-                  getattr(self.model, "exitcode", "?"), EXIT_WORKER_DIED)
+                  self.model.exitcode_of(sentinel), EXIT_WORKER_DIED)
         self.on_failure()
 
     def unwatch_worker(self) -> None:
-        """Before stopping the worker on purpose (shutdown)."""
-        if hasattr(self.model, "sentinel") and not self.worker_died:
-            asyncio.get_running_loop().remove_reader(self.model.sentinel)
+        """Before stopping the workers on purpose (shutdown), or once one died."""
+        if not self.worker_died:
+            loop = asyncio.get_running_loop()
+            for sentinel in getattr(self.model, "sentinels", ()):
+                loop.remove_reader(sentinel)
 
     @property
     def healthy(self) -> bool:
@@ -156,12 +158,11 @@ async def analyze(request: web.Request) -> web.Response:
         status = 503
         metrics.errors.labels(reason="overloaded").inc()
         # Come back once the backlog ahead has drained, not all at once the moment one more text would fit.
-        retry_after = max(settings.retry_after_s, math.ceil(err.retry_after_s))
-        return error_response(503, "overloaded", str(err), {"Retry-After": str(retry_after)})
+        return shed(request, "overloaded", str(err), max(settings.retry_after_s, math.ceil(err.retry_after_s)))
     except DeadlineExceeded as err:
         status = 503
         metrics.errors.labels(reason="deadline_exceeded").inc()
-        return error_response(503, "deadline_exceeded", str(err), {"Retry-After": str(settings.retry_after_s)})
+        return shed(request, "deadline_exceeded", str(err), settings.retry_after_s)
     except Exception:
         status = 500
         metrics.errors.labels(reason="model_error").inc()
@@ -172,13 +173,24 @@ async def analyze(request: web.Request) -> web.Response:
         metrics.duration.observe(time.perf_counter() - started)
 
 
+def shed(request: web.Request, reason: str, message: str, retry_after: int) -> web.Response:
+    """503 with ``Retry-After``; the connection is not read again before then (connections.py: `Guard.hold`)."""
+    guard = request.app[STATE].connections.guard_of(request.protocol)
+    if guard is not None:
+        guard.hold(retry_after)
+    return error_response(503, reason, message, {"Retry-After": str(retry_after)})
+
+
 async def _analyze(request: web.Request, state: ServiceState) -> web.Response:
     if not state.ready:
         state.metrics.errors.labels(reason="not_ready").inc()
         message = ("model worker died" if state.worker_died else "shutting down" if state.draining
                    else "model is loading")
         return error_response(503, "not_ready", message, {"Retry-After": str(state.settings.retry_after_s)})
-    deadline = time.monotonic() + timeout_ms(request.headers, state.settings.deadline_ms) / 1000.0
+    # The deadline counts from the request's first byte: the time it waited for the event loop counts too.
+    guard = state.connections.guard_of(request.protocol)
+    received = guard.request_arrived if guard is not None and guard.request_arrived else time.monotonic()
+    deadline = received + timeout_ms(request.headers, state.settings.deadline_ms) / 1000.0
     # Shedding must be cheap: refuse before reading the body when not even one more text would make it in time.
     state.batcher.admit(1, deadline)
     limit = state.limits.max_body_bytes
@@ -322,12 +334,15 @@ def create_app(settings: Settings, load_model: Optional[Callable[[Settings], Any
 
 
 def load_classifier(settings: Settings) -> Any:
-    args = (settings.model_source, settings.device, settings.dtype, settings.max_sequence_length,
-            settings.torch_threads)
-    if settings.model_worker == "process":
-        from .worker import ModelProcess
+    from .cpus import forward_threads
 
-        return ModelProcess(*args)
+    workers = settings.model_workers if settings.model_worker == "process" else 1
+    args = (settings.model_source, settings.device, settings.dtype, settings.max_sequence_length,
+            forward_threads(settings.torch_threads, workers))
+    if settings.model_worker == "process":
+        from .worker import ModelProcess, WorkerPool
+
+        return WorkerPool([ModelProcess(*args) for _ in range(workers)])
     from .classifier import Classifier
 
     return Classifier(*args)

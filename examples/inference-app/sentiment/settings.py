@@ -49,8 +49,13 @@ class Settings:
     model_worker: str = "process"
     """``process``: the model runs in a child process (no GIL shared with the HTTP server; see worker.py);
     ``thread``: in this process, on the forward-pass thread."""
+    model_workers: int = 1
+    """Model worker processes (``MODEL_WORKER=process``), each with the whole model; batches go to whichever is
+    free. On a GPU keep 1. On CPU, single-threaded workers side by side beat one multi-threaded worker on small
+    models (their threads never wait for each other): e.g. the CPU count, with ``TORCH_THREADS=1``."""
     torch_threads: int = 0
-    """CPU threads for the forward pass (0: PyTorch's default, one per core)."""
+    """CPU threads for the forward pass (0: every CPU the container may use but one, which the HTTP server gets;
+    see cpus.py)."""
     shutdown_delay_s: float = 0.0
     """After SIGTERM, keep serving (while /readyz says 503) so endpoints stop routing here before we close."""
     drain_timeout_s: float = 25.0
@@ -99,7 +104,7 @@ def from_env(env: Optional[dict] = None) -> Settings:
     if settings.model_worker not in ("process", "thread"):
         raise SettingsError(f"MODEL_WORKER: expected process or thread, got {settings.model_worker!r}")
     for name in ("max_batch_size", "max_queue", "max_texts_per_request", "max_text_chars", "max_body_bytes",
-                 "max_sequence_length"):
+                 "max_sequence_length", "model_workers"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"{name.upper()}: must be >= 1")
     if settings.port > 65535:
@@ -110,6 +115,8 @@ def from_env(env: Optional[dict] = None) -> Settings:
     if settings.max_wait_ms >= settings.deadline_ms:
         raise SettingsError(f"MAX_WAIT_MS: must be < DEADLINE_MS ({settings.deadline_ms:g}), got "
                             f"{settings.max_wait_ms:g}")
+    if settings.model_workers > 1 and settings.model_worker != "process":
+        raise SettingsError("MODEL_WORKERS: more than 1 needs MODEL_WORKER=process")
     if settings.max_texts_per_request > settings.max_queue:
         raise SettingsError("MAX_TEXTS_PER_REQUEST: must be <= MAX_QUEUE (a request must fit in the queue)")
     return settings

@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import multiprocessing
 import signal
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -45,7 +47,9 @@ def _serve(conn: Any, source: str, device: str, dtype: str, max_length: int, thr
             return
         try:
             if op == "predict":
-                conn.send(("ok", [(p.label, p.score) for p in model.predict(arg)]))
+                started = time.perf_counter()
+                pairs = [(p.label, p.score) for p in model.predict(arg)]
+                conn.send(("ok", (pairs, time.perf_counter() - started)))
             elif op == "warm_up":
                 model.warm_up(arg)
                 conn.send(("ok", None))
@@ -67,7 +71,7 @@ class ModelProcess:
         self._process.start()
         child.close()
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._on_done: Optional[Callable[..., None]] = None
+        self._on_done: deque[Callable[..., None]] = deque()  # one per batch sent, answered in order
         self.device, self.dtype = self._call("load", None, wait_only=True)
 
     def _call(self, op: str, arg: Any, wait_only: bool = False) -> Any:
@@ -97,7 +101,8 @@ class ModelProcess:
         return self._process.exitcode
 
     def predict(self, texts: list[str]) -> list[Prediction]:
-        return [Prediction(label, score) for label, score in self._call("predict", list(texts))]
+        pairs, _ = self._call("predict", list(texts))
+        return [Prediction(label, score) for label, score in pairs]
 
     def warm_up(self, batch_size: int) -> None:
         self._call("warm_up", batch_size)
@@ -109,32 +114,42 @@ class ModelProcess:
         loop.add_reader(self._conn.fileno(), self._on_answer)
 
     def start_forward(self, texts: list[str], on_done: Callable[..., None]) -> None:
-        """Send a batch; ``on_done(predictions, None)`` or ``on_done(None, error)`` runs on the loop when the answer
-        is in (the batcher's `StartForward`; it never sends a second batch before the first is answered)."""
-        if self._loop is None or self._on_done is not None:
-            raise RuntimeError("start_forward needs attach() and takes one batch at a time")
+        """Send a batch; ``on_done(predictions, None, seconds)`` or ``on_done(None, error, 0)`` runs on the loop
+        when its answer is in (the batcher's `StartForward`). The worker answers batches in the order they were
+        sent; a second batch waits in the pipe while the first runs."""
+        if self._loop is None:
+            raise RuntimeError("start_forward needs attach()")
         try:
-            # At most MAX_BATCH_SIZE texts, sent while the worker waits for them: it reads them at once.
+            # At most MAX_BATCH_SIZE texts, and at most two batches in the pipe: the write does not block for long.
             self._conn.send(("predict", texts))
         except OSError:
             raise RuntimeError(f"model worker exited (code {self._process.exitcode})") from None
-        self._on_done = on_done
+        self._on_done.append(on_done)
+
+    @property
+    def outstanding(self) -> int:
+        """Batches sent and not yet answered."""
+        return len(self._on_done)
 
     def _on_answer(self) -> None:
-        on_done, self._on_done = self._on_done, None
+        on_done = self._on_done.popleft() if self._on_done else None
         try:
             status, value = self._conn.recv()  # readable: the worker wrote its whole answer in one send
         except (EOFError, OSError):
             self._detach()
-            if on_done is not None:
-                on_done(None, RuntimeError(f"model worker exited (code {self._process.exitcode})"))
+            error = RuntimeError(f"model worker exited (code {self._process.exitcode})")
+            for waiting in (on_done, *self._on_done):
+                if waiting is not None:
+                    waiting(None, error, 0.0)
+            self._on_done.clear()
             return
         if on_done is None:
             return
         if status == "error":
-            on_done(None, RuntimeError(f"model worker: {value}"))
+            on_done(None, RuntimeError(f"model worker: {value}"), 0.0)
         else:
-            on_done([Prediction(label, score) for label, score in value], None)
+            pairs, seconds = value
+            on_done([Prediction(label, score) for label, score in pairs], None, seconds)
 
     def _detach(self) -> None:
         if self._loop is not None:
@@ -151,3 +166,43 @@ class ModelProcess:
             self._process.terminate()
             self._process.join(timeout)
         self._conn.close()
+
+
+class WorkerPool:
+    """Several `ModelProcess` behind one `start_forward`: each batch goes to the worker with the fewest batches
+    outstanding. On CPU, single-threaded workers side by side use the cores better than one worker whose threads
+    wait for each other at every operator (MODEL_WORKERS; cpus.py)."""
+
+    def __init__(self, workers: list[ModelProcess]):
+        self.workers = workers
+        self.device, self.dtype = workers[0].device, workers[0].dtype
+
+    @property
+    def alive(self) -> bool:
+        return all(worker.alive for worker in self.workers)
+
+    @property
+    def sentinels(self) -> list[int]:
+        return [worker.sentinel for worker in self.workers]
+
+    def exitcode_of(self, sentinel: int) -> "int | None":
+        """The exit code of the worker whose `sentinel` turned readable."""
+        return next(w.exitcode for w in self.workers if w.sentinel == sentinel)
+
+    def predict(self, texts: list[str]) -> list[Prediction]:
+        return self.workers[0].predict(texts)
+
+    def warm_up(self, batch_size: int) -> None:
+        for worker in self.workers:
+            worker.warm_up(batch_size)
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        for worker in self.workers:
+            worker.attach(loop)
+
+    def start_forward(self, texts: list[str], on_done: Callable[..., None]) -> None:
+        min(self.workers, key=lambda worker: worker.outstanding).start_forward(texts, on_done)
+
+    def close(self, timeout: float = 10.0) -> None:
+        for worker in self.workers:
+            worker.close(timeout)
