@@ -11,7 +11,7 @@ CHECKOV_VERSION := 3.3.30
 CHECKOV_RESOLVED_AT := 2026-10-21T00:00:00Z
 CHECKOV_VENV := $(VENV)/tools/checkov
 
-.PHONY: plan test lint bench clean check-lowest check-consumer
+.PHONY: plan test lint bench bench-inference clean check-lowest check-consumer
 
 $(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ test: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/plan_scale.py
+
+# The inference app against its raw ceiling and a naive Flask + pipeline server (examples/inference-app/README.md,
+# "Benchmark"): about 6 minutes per model on 2 cores; SIZES=tiny for one model.
+SIZES ?= tiny mini
+bench-inference: $(VENV)/.installed-dev
+	for size in $(SIZES); do $(BIN)/python examples/inference-app/bench.py --size $$size || exit 1; done
 
 # The ranges' lower bounds (fresh venv, uv --resolution lowest-direct) and the library used from a separate
 # project (wheel, non-editable, another pulumi-aws minor). CI runs both after `make test`.

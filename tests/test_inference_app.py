@@ -27,10 +27,10 @@ sys.path.insert(0, str(APP_DIR))
 
 from make_model import build  # noqa: E402
 
-MAIN_ENV = {"MAX_BATCH_SIZE": "8", "MAX_QUEUE": "256", "MAX_TEXTS_PER_REQUEST": "16",
+MAIN_ENV = {"MAX_BATCH_SIZE": "8", "MAX_QUEUE": "256", "MODEL_WORKERS": "2", "MAX_TEXTS_PER_REQUEST": "16",
             "MAX_TEXT_CHARS": "1000", "MAX_BODY_BYTES": "65536", "TORCH_THREADS": "1",
             "HEADER_TIMEOUT_S": "1", "BODY_TIMEOUT_S": "1", "SHUTDOWN_DELAY_S": "2"}
-# The main server runs the model in its worker process (the default), the drain server in-process: both paths.
+# The main server runs the model in two worker processes, the drain server in-process: both paths.
 DRAIN_ENV = {"MAX_BATCH_SIZE": "64", "MAX_WAIT_MS": "30000", "DEADLINE_MS": "60000", "MAX_QUEUE": "8",
              "MAX_TEXTS_PER_REQUEST": "4", "SHUTDOWN_DELAY_S": "4", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
 # SIGTERM with keep-alive connections open (a rolling update).
@@ -531,7 +531,8 @@ def test_a_dead_model_worker_fails_readiness_at_once_then_the_process_exits_3(ma
     children = [c for task in Path(f"/proc/{main.proc.pid}/task").iterdir()
                 for c in (task / "children").read_text().split()
                 if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
-    assert len(children) == 1, children  # the model worker
+    assert len(children) == 2, children  # MODEL_WORKERS=2; one dies, the pod is restarted
+    assert "2 worker(s)" in "".join(main.lines)
     killed_at = time.monotonic()
     os.kill(int(children[0]), signal.SIGKILL)
     while main.call("GET", "/readyz")[0] != 503 and time.monotonic() < killed_at + 5:

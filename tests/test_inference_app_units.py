@@ -125,11 +125,32 @@ def test_a_number_of_100000_digits_is_reported_as_such_and_deep_nesting_as_nesti
         ({"MODEL_PATH": "/m", "DEADLINE_MS": "0"}, "DEADLINE_MS: must be > 0"),
         ({"MODEL_PATH": "/m", "DEADLINE_MS": "inf"}, "DEADLINE_MS: must be a finite number"),
         ({"MODEL_PATH": "/m", "MAX_WAIT_MS": "50", "DEADLINE_MS": "40"}, "MAX_WAIT_MS: must be < DEADLINE_MS (40)"),
+        ({"MODEL_PATH": "/m", "MODEL_WORKERS": "0"}, "MODEL_WORKERS: must be >= 1"),
+        ({"MODEL_PATH": "/m", "MODEL_WORKERS": "2", "MODEL_WORKER": "thread"}, "MODEL_WORKERS: more than 1 needs"),
     ],
 )
 def test_settings_errors_name_the_variable(env, message):
     with pytest.raises(SettingsError, match=re.escape(message)):
         from_env(env)
+
+
+def test_forward_threads_leave_a_core_to_the_http_server_and_respect_the_container_limit(tmp_path):
+    from sentiment.cpus import cgroup_cpu_limit, forward_threads
+
+    assert [forward_threads(0, 1, cpus) for cpus in (1, 2, 2.5, 8)] == [1, 1, 1, 7]
+    assert [forward_threads(0, workers, 8) for workers in (2, 3, 7, 16)] == [3, 2, 1, 1]
+    assert forward_threads(4, 2, 8) == 4  # TORCH_THREADS wins
+    v2 = tmp_path / "cpu.max"
+    v2.write_text("250000 100000\n")
+    assert cgroup_cpu_limit(v2, tmp_path / "no", tmp_path / "no") == 2.5
+    v2.write_text("max 100000\n")
+    assert cgroup_cpu_limit(v2, tmp_path / "no", tmp_path / "no") is None
+    quota, period = tmp_path / "quota", tmp_path / "period"
+    quota.write_text("150000\n")
+    period.write_text("100000\n")
+    assert cgroup_cpu_limit(tmp_path / "no", quota, period) == 1.5
+    quota.write_text("-1\n")
+    assert cgroup_cpu_limit(tmp_path / "no", quota, period) is None
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -198,12 +198,13 @@ def test_a_gpu_pool_object_is_taken_where_a_spec_is_expected():
 def test_inference_sizing_and_batching_args_reach_the_deployment_and_autoscaler():
     rec = run_program(lambda: InferenceService("inf", {
         "pool": L4.spec(), "cpu_request": "1500m", "memory_request": "6Gi", "max_wait_ms": 2.5, "max_queue": 64,
-        "cpu_utilization": 55, "autoscaler": "hpa", "ingress_host": "infer.example.com", "ingress_class": "traefik"}))
+        "deadline_ms": 250, "cpu_utilization": 55, "autoscaler": "hpa", "ingress_host": "infer.example.com",
+        "ingress_class": "traefik"}))
     container = rec.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"]["cpu"] == "1500m"
     assert container["resources"]["requests"]["memory"] == container["resources"]["limits"]["memory"] == "6Gi"
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert (env["MAX_WAIT_MS"], env["MAX_QUEUE"]) == ("2.5", "64")
+    assert (env["MAX_WAIT_MS"], env["MAX_QUEUE"], env["DEADLINE_MS"]) == ("2.5", "64", "250")
     hpa = rec.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler").inputs
     assert hpa["spec"]["metrics"][0]["resource"]["target"] == {"type": "Utilization", "averageUtilization": 55}
     assert rec.one("kubernetes:networking.k8s.io/v1:Ingress").inputs["spec"]["ingressClassName"] == "traefik"

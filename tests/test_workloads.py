@@ -111,7 +111,8 @@ def test_placement_priority_probes_security_and_shutdown():
     assert env["SHUTDOWN_DELAY_S"] == "5" and env["DRAIN_TIMEOUT_S"] == "20"
     assert p["terminationGracePeriodSeconds"] == 30  # delay + drain + margin
     assert env["DEVICE"] == "cuda" and env["MODEL_PATH"] == "/models/sentiment" and env["HF_HUB_OFFLINE"] == "1"
-    assert env["MAX_BATCH_SIZE"] == "32" and env["MAX_WAIT_MS"] == "5" and env["HF_HOME"] == "/tmp/hf"
+    assert (env["MAX_BATCH_SIZE"], env["MAX_WAIT_MS"], env["DEADLINE_MS"]) == ("32", "0", "1000")
+    assert env["HF_HOME"] == "/tmp/hf"
     assert env["HOME"] == "/tmp"  # the read-only root: caches under HOME land in the /tmp emptyDir
     assert objects.deployment(s)["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
 
@@ -223,6 +224,11 @@ def test_the_scaled_object_schema_is_enforced():
         ({"pool": L4.spec(), "autoscaler": "vpa"},
          "autoscaler: 'vpa' is not one of keda, hpa, none; did you mean 'hpa'?"),
         ({"pool": L4.spec(), "min_replicas": 3, "max_replicas": 2}, "max_replicas: must be >= min_replicas (3), got 2"),
+        # The app would refuse to start (exit 2): refused here, before anything is registered.
+        ({"pool": L4.spec(), "max_wait_ms": 500, "deadline_ms": 400}, "max_wait_ms: must be < deadline_ms (400), got "
+                                                                     "500"),
+        ({"pool": L4.spec(), "max_wait_ms": 1000}, "max_wait_ms: must be < deadline_ms (1000), got 1000"),
+        ({"pool": L4.spec(), "deadline_ms": 0}, "deadline_ms: must be >= 1, got 0"),
         ({"pool": L4.spec(), "model_cache_size": "20GB"}, "model_cache_size: '20GB' is not a storage quantity such as "
                                                           "50Gi"),
         ({"pool": L4.spec(), "model_cache_size": "20Gi", "model_cache_access_mode": "ReadWriteSome"},

@@ -330,13 +330,16 @@ def targets(raw: dict, server: list[dict], naive: dict, deadline_ms: float) -> l
         ratio = honour[64]["texts_per_s"] / raw["texts_per_s"]
         checks.append(("concurrency 64: server / raw", ratio, TARGETS["c64_vs_raw"], ratio >= TARGETS["c64_vs_raw"]))
     for run in server:
-        if run["concurrency"] in top and not run["timeout_ms"]:
+        if run["concurrency"] in top:
             ratio = run["texts_per_s"] / peak
             checks.append((f"goodput {row_label(run)} / peak", ratio, TARGETS["goodput_vs_peak"],
                            ratio >= TARGETS["goodput_vs_peak"]))
-        if run["concurrency"] == max(honour) and run["ok"]:
-            limit = run["timeout_ms"] or deadline_ms
-            checks.append((f"p99 ms of answered, {row_label(run)}", run["p99_ms"], limit, run["p99_ms"] <= limit))
+        # The server's deadline at the top level. (Rows with a shorter client timeout report their p99 only: it
+        # is measured by this load generator, which shares the CPU, and for clients that ignore Retry-After it
+        # includes the time their early resends waited, unread, for it.)
+        if run["concurrency"] == max(honour) and run["ok"] and not run["timeout_ms"]:
+            checks.append((f"p99 ms of answered, {row_label(run)}", run["p99_ms"], deadline_ms,
+                           run["p99_ms"] <= deadline_ms))
     return checks
 
 

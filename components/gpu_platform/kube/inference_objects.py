@@ -13,8 +13,12 @@ Why each choice:
 - Placement: nodeSelector = the pool's selector, the pool's tolerations, spread across nodes then zones
   (``ScheduleAnyway``: a spread constraint must never leave a GPU replica pending), priority class
   ``inference-critical`` (the platform's highest tier, preempts batch work).
-- Probes: liveness on ``/healthz`` (the process and its batcher), readiness on ``/readyz`` (model loaded and
-  warmed, not draining); the app answers /healthz while it loads, so no startup probe is needed.
+- Probes: liveness on ``/healthz`` (the process, its batcher and model workers), readiness on ``/readyz`` (model
+  loaded and warmed, not draining, no worker dead: the app fails it at once and exits 3 when a worker dies); the
+  app answers /healthz while it loads, so no startup probe is needed.
+- Latency: ``DEADLINE_MS`` bounds every request (503 with Retry-After at once when the backlog would not let it
+  finish in time), so the queue is bounded in time, and ``MAX_WAIT_MS`` 0 starts a lone request's forward pass
+  at once; the KEDA trigger still reads the queue depth, which rises with the load.
 - Shutdown: ``SHUTDOWN_DELAY_S`` keeps serving while endpoints drop the pod, then in-flight requests drain; the
   grace period covers both.
 - Security: `pod_security`'s contexts (UID/GID 10001, the image's user), read-only root filesystem (``/tmp`` and
@@ -74,8 +78,9 @@ class InferenceSpec:
     min_replicas: int = 1
     max_replicas: int = 4
     max_batch_size: int = 32
-    max_wait_ms: float = 5.0
+    max_wait_ms: float = 0.0
     max_queue: int = 1024
+    deadline_ms: float = 1000.0
     autoscaler: str = "keda"
     """``keda`` (queue depth + CPU), ``hpa`` (CPU only) or ``none`` (fixed ``min_replicas``)."""
     prometheus_url: Optional[str] = None
@@ -192,6 +197,7 @@ def env(spec: InferenceSpec) -> list[dict[str, str]]:
         "MAX_BATCH_SIZE": str(spec.max_batch_size),
         "MAX_WAIT_MS": f"{spec.max_wait_ms:g}",
         "MAX_QUEUE": str(spec.max_queue),
+        "DEADLINE_MS": f"{spec.deadline_ms:g}",
         "SHUTDOWN_DELAY_S": str(SHUTDOWN_DELAY_S),
         "DRAIN_TIMEOUT_S": str(DRAIN_TIMEOUT_S),
         # Read-only root filesystem: HOME (torch's and other libraries' caches) and the Hugging Face cache go to

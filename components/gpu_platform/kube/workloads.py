@@ -67,9 +67,15 @@ class InferenceServiceArgs(TypedDict, total=False):
     max_batch_size: int
     """Texts per forward pass (the app's ``MAX_BATCH_SIZE``). Default 32."""
     max_wait_ms: float
-    """Longest a text waits for its batch to fill (``MAX_WAIT_MS``). Default 5."""
+    """How long a text that finds the model idle waits for others to share its forward pass (``MAX_WAIT_MS``;
+    texts arriving during a pass never wait for it). Default 0: at once. Below ``deadline_ms``."""
     max_queue: int
-    """Texts queued per replica before it answers 503 (``MAX_QUEUE``). Default 1024."""
+    """Texts queued per replica before it answers 503 (``MAX_QUEUE``; a memory bound, the deadline usually
+    refuses first). Default 1024."""
+    deadline_ms: float
+    """Longest a request may take, receipt to answer (``DEADLINE_MS``): requests that would wait longer behind
+    the backlog get 503 with Retry-After at once; clients may ask for less with ``X-Request-Timeout-Ms`` (Envoy's
+    ``x-envoy-expected-rq-timeout-ms`` counts too). Default 1000."""
     autoscaler: str
     """``keda`` (queue depth + CPU; needs ``prometheus_url``, else CPU HPA), ``hpa`` (CPU) or ``none``. Default
     ``keda``."""
@@ -114,6 +120,7 @@ RULES = {
     "max_batch_size": at_least(1),
     "max_wait_ms": at_least(0),
     "max_queue": at_least(1),
+    "deadline_ms": at_least(1),
     "autoscaler": choice(*objects.AUTOSCALERS),
     "prometheus_url": HTTP_URL,
     "target_queue_depth": at_least(1),
@@ -137,6 +144,9 @@ def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
     low, high = checked.get("min_replicas", 1), checked.get("max_replicas", max(4, checked.get("min_replicas", 1)))
     if high < low:
         checker.fail("max_replicas", f"must be >= min_replicas ({low}), got {high}")
+    deadline = checked.get("deadline_ms", objects.InferenceSpec.deadline_ms)
+    if checked.get("max_wait_ms", 0) >= deadline:  # the app would refuse to start (exit 2)
+        checker.fail("max_wait_ms", f"must be < deadline_ms ({deadline:g}), got {checked['max_wait_ms']:g}")
     # Arguments that would configure an object this service does not create.
     cache = bool(checked.get("model_cache_size"))
     refuse_unless(checker, checked, "model_cache_storage_class", cache, "with model_cache_size (the cache volume)")

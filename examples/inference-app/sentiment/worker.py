@@ -5,14 +5,14 @@ pass in Python too (module calls, kernel dispatch; on a GPU the launches). In on
 the GIL, and the event loop's share is stolen from the accelerator. A worker process (``spawn``: no inherited
 CUDA or OpenMP state) holds the tokenizer and the model; batches go over a pipe (a few kilobytes of text and
 scores per batch). `ModelProcess` has the `classifier.Classifier` interface for loading and warm-up (blocking,
-on a thread); once `attach`-ed to the event loop, `start_forward` sends a batch and the loop itself reads the answer
-when the pipe turns readable. No thread sits between the loop and the worker: a thread would need the GIL to
-pass each batch on, and while the loop is busy parsing requests it gets it only at the interpreter's switch
-interval (5 ms), a gap per batch that cost small models a third of their throughput.
+on a thread); once `attach`-ed to the event loop, `start_forward` sends a batch and the loop itself reads the
+answer when the pipe turns readable. No thread sits between the loop and the worker: a thread would need the GIL
+to pass each batch on, and a busy event loop hands it over only at the interpreter's switch interval (5 ms).
+`WorkerPool` runs several workers behind one `start_forward` (``MODEL_WORKERS``).
 
 The worker ignores SIGINT and SIGTERM: the server drains first, then stops it (`close`). If it dies, `predict`
-raises, `alive` turns false and `sentinel` (a file descriptor) turns readable: the server watches it, fails
-/readyz and /healthz at once and exits with code 3, so Kubernetes restarts the pod (see server.py).
+raises, `alive` turns false and `sentinel` (a file descriptor) turns readable: the server watches every worker's,
+fails /readyz and /healthz at once and exits with code 3, so Kubernetes restarts the pod (see server.py).
 """
 
 import asyncio
