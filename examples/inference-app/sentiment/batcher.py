@@ -6,7 +6,7 @@ waiting past its deadline.
   ``max_batch_size``, the moment it ends: the next batch is sent from the very callback that receives the
   previous answer. When a full batch is already waiting, it is sent before the running pass ends (two batches
   in flight per model worker at most), so under deep queues the model never waits for a busy event loop to
-  read its answer. With several model workers (MODEL_WORKERS, CPU), each idle one gets a batch at once.
+  read its answer. With several model workers (MODEL_WORKERS, CPU), an idle one takes what is queued at once.
   Under load batches fill by themselves; at low load nobody waits for company. A request with more texts than a
   batch holds is split over consecutive batches.
 - **Admission by expected wait.** The batcher measures its forward passes (seconds per text of well-filled
@@ -219,9 +219,10 @@ class MicroBatcher:
 
     # -- batching ----------------------------------------------------------------------------------------
     def _dispatch(self, waited: bool = False) -> None:
-        """Send the next batch if a worker is idle and there is something to send (a partial batch only once its
-        oldest text ``waited`` ``max_wait_s``, when that is not 0), or if every worker is busy with one batch
-        and a full one is waiting."""
+        """Send the next batch: whatever is queued when a worker is idle (once its oldest text ``waited``
+        ``max_wait_s``, when that is not 0), a full batch whenever one is waiting (two in flight per worker at
+        most). With one worker a partial batch therefore never goes out while a pass runs: it fills until the
+        pass ends."""
         if not self._queue or not self._running or len(self._in_flight) >= 2 * self.workers:
             return
         if len(self._in_flight) >= self.workers and self._queued < self.max_batch_size:

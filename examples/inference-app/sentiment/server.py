@@ -19,6 +19,7 @@ logged in one line; a malformed request is answered 400 by aiohttp and logged in
 """
 
 import asyncio
+import gc
 import logging
 import math
 import signal
@@ -399,4 +400,19 @@ def main() -> None:
     except SettingsError as err:
         print(f"configuration error: {err}", file=sys.stderr)
         sys.exit(2)
+    tune_gc()
     sys.exit(asyncio.run(serve(settings)))
+
+
+# Young collections every 20,000 allocations instead of 700, older ones rarely.
+GC_THRESHOLDS = (20_000, 50, 1000)
+
+
+def tune_gc() -> None:
+    """Every request allocates a few hundred short-lived objects, and under load a thousand requests are alive at
+    once: with the default thresholds the collector runs every few requests and its older generations scan every
+    live request. Freezing what the imports created and raising the thresholds cut the server's CPU per request
+    at 1024 clients (mini model, 2 CPUs) from 234-261 µs to 158-213 µs in three paired runs. Memory grows a
+    little between collections; reference cycles are still collected."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
