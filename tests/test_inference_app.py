@@ -7,6 +7,7 @@ connections open. Every loop is bounded in count and time.
 """
 
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -103,17 +104,23 @@ def model_dir(tmp_path_factory):
     return build(tmp_path_factory.mktemp("model") / "tiny-distilbert", "tiny")
 
 
+@contextlib.contextmanager
+def running(servers: dict[str, Server]):
+    """The servers (started in parallel), once all are ready; stopped afterwards whatever happened."""
+    try:
+        for server in servers.values():
+            server.wait_ready()
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
 @pytest.fixture(scope="module")
 def servers(model_dir):
-    started = {"main": Server(model_dir, MAIN_ENV), "drain": Server(model_dir, DRAIN_ENV),
-               "rollout": Server(model_dir, ROLLOUT_ENV)}
-    try:
-        for server in started.values():
-            server.wait_ready()
+    with running({"main": Server(model_dir, MAIN_ENV), "drain": Server(model_dir, DRAIN_ENV),
+                  "rollout": Server(model_dir, ROLLOUT_ENV)}) as started:
         yield started
-    finally:
-        for server in started.values():
-            server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_inference_app import Server  # its import puts examples/inference-app on sys.path
+from test_inference_app import Server, running  # its import puts examples/inference-app on sys.path
 
 SLOW_SERVER = (str(Path(__file__).resolve().parent / "slow_model_server.py"),)
 # 100 texts/s, 400 ms deadline: about 40 texts may wait; the rest of the load is refused at once.
@@ -26,15 +26,9 @@ WAITING_ENV = {**DEADLINE_ENV, "MAX_WAIT_MS": "300"}
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
     model_dir = tmp_path_factory.mktemp("unused-model")  # the slow model needs none; MODEL_PATH must be set
-    started = {"deadline": Server(model_dir, DEADLINE_ENV, SLOW_SERVER),
-               "waiting": Server(model_dir, WAITING_ENV, SLOW_SERVER)}
-    try:
-        for server in started.values():
-            server.wait_ready()
+    with running({"deadline": Server(model_dir, DEADLINE_ENV, SLOW_SERVER),
+                  "waiting": Server(model_dir, WAITING_ENV, SLOW_SERVER)}) as started:
         yield started
-    finally:
-        for server in started.values():
-            server.stop()
 
 
 def request_bytes(port: int, text: str, headers: str = "") -> bytes:

@@ -164,17 +164,18 @@ class MicroBatcher:
 
     def expected_wait(self, texts: int = 0, now: Optional[float] = None) -> float:
         """Seconds until ``texts`` more texts, queued behind the current backlog, would be done (0 unmeasured)."""
+        return self._answered_in(self._queued + texts, time.monotonic() if now is None else now)
+
+    def _answered_in(self, queued: int, now: float) -> float:
+        """Seconds until the batches in flight and then ``queued`` texts are done and their handlers run: the
+        one estimate behind admission and dropping (0 before any measurement)."""
         spt = self._seconds_per_text
         if spt is None:
             return 0.0
-        now = time.monotonic() if now is None else now
-        return self._in_model(spt, now) + (self._queued + texts) * spt + self._answer_lag
-
-    def _in_model(self, spt: float, now: float) -> float:
-        """Seconds until the batches in flight are done (the oldest started when it was sent)."""
-        if not self._in_flight:
-            return 0.0
-        return max(0.0, sum(b.size for b in self._in_flight) * spt - (now - self._in_flight[0].sent))
+        in_model = 0.0
+        if self._in_flight:  # the oldest started when it was sent
+            in_model = max(0.0, sum(b.size for b in self._in_flight) * spt - (now - self._in_flight[0].sent))
+        return in_model + queued * spt + self._answer_lag
 
     def admit(self, texts: int, deadline: float) -> None:
         """Raise `Overloaded` unless ``texts`` more texts fit in the queue and would be done by ``deadline``
@@ -290,10 +291,7 @@ class MicroBatcher:
     def _take(self, now: float) -> tuple[list[str], list[tuple[_Pending, int, int, int]]]:
         """Up to ``max_batch_size`` texts from the head of the queue; parts = (request, start, offset, count).
         Requests that would finish after their deadline even in this batch are dropped (`DeadlineExceeded`)."""
-        spt = self._seconds_per_text
-        done_by = now
-        if spt is not None:
-            done_by += self._in_model(spt, now) + min(self._queued, self.max_batch_size) * spt + self._answer_lag
+        done_by = now + self._answered_in(min(self._queued, self.max_batch_size), now)
         texts: list[str] = []
         parts = []
         while self._queue and len(texts) < self.max_batch_size:
