@@ -15,6 +15,11 @@ from .labels import Taint
 CLOUDS = ("aws", "azure", "gcp", "oci", "existing")
 CLOUD_NAMES = {"aws": "AWS", "azure": "Azure", "gcp": "GCP", "oci": "OCI", "existing": "existing-cluster"}
 
+# Node CPU architectures, as the ``kubernetes.io/arch`` label spells them.
+AMD64 = "amd64"
+ARM64 = "arm64"
+ARCHITECTURES = (AMD64, ARM64)
+
 # RDMA fabrics a pool can carry.
 EFA = "efa"
 INFINIBAND = "infiniband"
@@ -91,6 +96,9 @@ class GpuModel:
     secondary_per_device: tuple[tuple[str, int], ...] = ()
     """Units of each secondary resource of the vendor one device advertises (Neuron: NeuronCores per device). A
     secondary resource left out counts 0 in capacities until the catalog states it."""
+    cpu_architecture: str = ""
+    """The node CPU architecture the accelerator always comes with (``arm64`` for a Grace-Blackwell superchip, whose
+    GPUs sit on the same board as their Grace CPU); empty when the model is sold with either."""
 
     @property
     def mig_capable(self) -> bool:
@@ -124,6 +132,12 @@ _NVIDIA_MODELS = (
     GpuModel(
         "b200", "NVIDIA B200 180GB", 180, ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")
     ),
+    # Grace-Blackwell superchips: the GPUs share a board with an arm64 Grace CPU. Memory: NVIDIA's NVL72 rack totals
+    # (GB200 13.4 TB / 72 = 186 GB, GCP's A4X page says 186; GB300 20.1 TB / 72 = 279 GB, GCP A4X Max 279); Azure and
+    # OCI print the raw HBM (192 / 288 GB), AWS 185. No MIG profiles: the rack images run the driver with coherent
+    # driver-based memory management, which AWS (EKS UltraServer guide) and GCP (A4X Max) say excludes MIG.
+    GpuModel("gb200", "NVIDIA GB200", 186, cpu_architecture=ARM64),
+    GpuModel("gb300", "NVIDIA GB300", 279, cpu_architecture=ARM64),
 )
 
 # --- AWS Neuron models ---
@@ -209,6 +223,14 @@ class MachineShape:
     """GCP accelerator type string (``nvidia-h100-80gb``) the machine type carries."""
     attachable_accelerators: tuple[str, ...] = field(default=())
     """GCP N1: accelerator types that may be attached; the pool names one and a count."""
+    architecture: str = AMD64
+    """The nodes' CPU architecture as Kubernetes labels it (``kubernetes.io/arch``): ``amd64`` or ``arm64``."""
+    nvlink_domain_gpus: int = 0
+    """GPUs one NVLink domain spans when it reaches beyond the node (72 for a GB200/GB300 NVL72 rack); 0 when NVLink
+    stays inside the node. A job gets such a domain only through DRA ComputeDomains (IMEX channels)."""
+    capacity: str = ""
+    """How the shape is bought when it is not on demand: ``capacity-block`` (AWS EC2 Capacity Blocks for ML only),
+    ``reservation`` (the cloud sells it through reservations / committed capacity only); empty: on demand too."""
     tpu_topologies: tuple[str, ...] = ()
     """GKE TPU machine types: the TPU slice topologies (``2x2``, ``4x4``, ``2x2x1``) a node pool of this machine type
     may form, its single-host topology first (the default); empty for every other shape. A topology of more chips
@@ -225,6 +247,11 @@ class MachineShape:
     @property
     def rdma_capable(self) -> bool:
         return self.rdma_fabric is not None
+
+    @property
+    def multi_node_nvlink(self) -> bool:
+        """The shape's NVLink domain spans several nodes (an NVL72 rack): its GPUs need DRA."""
+        return self.nvlink_domain_gpus > self.gpu_count > 0
 
 
 def _rows(cloud: str, gpu: str, rows, **extra) -> list[MachineShape]:
@@ -266,6 +293,35 @@ _AWS = [
     *_rows("aws", "h100", [("p5.4xlarge", 1, 16, 256, EFA, 1), ("p5.48xlarge", 8, 192, 2048, EFA, 32)]),
     *_rows("aws", "h200", [("p5e.48xlarge", 8, 192, 2048, EFA, 32), ("p5en.48xlarge", 8, 192, 2048, EFA, 16)]),
     *_rows("aws", "b200", [("p6-b200.48xlarge", 8, 192, 2048, EFA, 8)]),
+]
+
+# --- Grace-Blackwell rack shapes (multi-node NVLink; arm64; DRA only) ---
+# AWS p6e-gb200.36xlarge (EKS "NVIDIA UltraServers" guide, awsdocs/amazon-eks-user-guide ml-eks-nvidia-ultraserver):
+# 4 GB200 per instance, EC2 Capacity Blocks only, 9 (u-p6e-gb200x36) or 18 (u-p6e-gb200x72) instances per NVLink
+# domain, AL2023 ARM NVIDIA AMI; 4 EFA devices with one efa-only interface per network-card group. 144 vCPUs and
+# 960 GiB are the UltraServer totals / 18 (2592 vCPUs, 17280 GiB). p6e-gb300.36xlarge is left out: no AWS source
+# states its vCPUs, memory or EFA count.
+# GCP a4x-highgpu-4g (Compute Engine "GPU machine types", A4X): 4 GB200, 140 vCPUs, 884 GB, 4 ConnectX-7 RDMA NICs
+# (GPUDirect RDMA), 18 VMs per 72-GPU NVLink domain, reservations only. a4x-maxgpu-4g-metal (GB300) is left out: COS
+# only and RDMA only through GKE's managed DRANET, neither of which the platform's GKE layer drives.
+# Azure ND GB200 v6 / ND GB300 v6 size pages (MicrosoftDocs/azure-compute-docs nd-gb200-v6-series, nd-gb300-v6-series):
+# 4 GPUs, 128 vCPUs, 900 / 864 GiB, 4 InfiniBand NICs (400 / 800 Gb/s), 72-GPU NVLink domain of 18 VMs.
+# OCI BM.GPU.GB200.4 / BM.GPU.GB300.4 (compute shapes page): 4 GPUs, 144 cores, 960 GB, 4 RoCE NICs (400 / 800 Gb/s),
+# 18 hosts per GPU memory fabric, through dedicated capacity and a compute cluster. BM.GPU.GB200-v3.4 is left out:
+# its cores and memory are not published.
+_RACKS: list[MachineShape] = [
+    MachineShape("aws", "p6e-gb200.36xlarge", "gb200", 4, 144, 960, EFA, 4, architecture=ARM64,
+                 nvlink_domain_gpus=72, capacity="capacity-block"),
+    MachineShape("gcp", "a4x-highgpu-4g", "gb200", 4, 140, 884, GPUDIRECT_RDMA, 4, accelerator_type="nvidia-gb200",
+                 architecture=ARM64, nvlink_domain_gpus=72, capacity="reservation"),
+    MachineShape("azure", "Standard_ND128isr_NDR_GB200_v6", "gb200", 4, 128, 900, INFINIBAND, 4, architecture=ARM64,
+                 nvlink_domain_gpus=72),
+    MachineShape("azure", "Standard_ND128isr_GB300_v6", "gb300", 4, 128, 864, INFINIBAND, 4, architecture=ARM64,
+                 nvlink_domain_gpus=72),
+    MachineShape("oci", "BM.GPU.GB200.4", "gb200", 4, 144, 960, ROCE, 4, architecture=ARM64, nvlink_domain_gpus=72,
+                 capacity="reservation"),
+    MachineShape("oci", "BM.GPU.GB300.4", "gb300", 4, 144, 960, ROCE, 4, architecture=ARM64, nvlink_domain_gpus=72,
+                 capacity="reservation"),
 ]
 
 _AZURE = [
@@ -412,7 +468,8 @@ def tpu_hosts(shape: MachineShape, topology: str) -> int:
     return max(1, tpu_chips(topology) // shape.gpu_count)
 
 SHAPES: dict[tuple[str, str], MachineShape] = {
-    (s.cloud, s.name): s for s in (*_AWS, *_AWS_NEURON, *_AZURE, *_AZURE_AMD, *_GCP, *_GCP_TPU, *_OCI, *_OCI_AMD)
+    (s.cloud, s.name): s
+    for s in (*_AWS, *_AWS_NEURON, *_AZURE, *_AZURE_AMD, *_GCP, *_GCP_TPU, *_OCI, *_OCI_AMD, *_RACKS)
 }
 
 # GCP attachable accelerators (N1): GPU model and the counts GCP allows per VM.

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Optional
 
-from . import catalog, labels, priorities
+from . import catalog, gpu_allocation, labels, priorities
 from .config_model import (  # noqa: F401  (re-exported: the configuration's public types)
     DEFAULT_KUBERNETES_VERSION,
     AutoscalingConfig,
@@ -235,7 +235,7 @@ def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel],
 
 POOL_KEYS = {
     "name", "instanceType", "minNodes", "maxNodes", "desiredNodes", "rdma", "spot", "sharing", "role",
-    "labels", "taints", "zones", "gpuModel", "gpusPerNode", "accelerator",
+    "labels", "taints", "zones", "gpuModel", "gpusPerNode", "accelerator", "gpuAllocation",
 }
 
 
@@ -315,7 +315,32 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
     parse_pool = getattr(options_module, "parse_pool_options", None)
     if parse_pool is not None:
         pool = replace(pool, cloud_options=parse_pool(raw, path, pool, shape))
-    return pool
+    return _with_allocation(raw, path, pool, shape, cloud)
+
+
+def _with_allocation(raw: Mapping, path: str, pool: NodePoolConfig, shape: Optional[catalog.MachineShape],
+                     cloud: str) -> NodePoolConfig:
+    """The pool with its ``gpuAllocation`` (default from the hardware), checked against the pool's hardware, sharing
+    and size (`gpu_allocation`). A DRA pool without ``minNodes`` is fixed at ``maxNodes``."""
+    nvlink = shape.nvlink_domain_gpus if shape else getattr(pool.cloud_options, "nvlink_domain_gpus", 0)
+    multi_node = nvlink > pool.gpus_per_node > 0
+    allocation = read_enum(raw, "gpuAllocation", path, gpu_allocation.GPU_ALLOCATION_MODES,
+                           gpu_allocation.default_allocation(pool.gpu_model, multi_node))
+    for problem in (
+        gpu_allocation.allocation_problem(allocation, pool.gpu_model, pool.instance_type or pool.gpu_model, nvlink,
+                                          pool.gpus_per_node),
+        gpu_allocation.sharing_problem(allocation, pool.sharing.mode, multi_node),
+    ):
+        if problem is not None:
+            raise ConfigError(join(path, problem[0]), problem[1])
+    if allocation != gpu_allocation.DRA:
+        return replace(pool, gpu_allocation=allocation)
+    min_nodes = pool.min_nodes if "minNodes" in raw else pool.max_nodes
+    problem = gpu_allocation.size_problem(allocation, cloud, min_nodes, pool.max_nodes)
+    if problem is not None:
+        raise ConfigError(join(path, problem[0]), problem[1])
+    desired = pool.desired_nodes if pool.desired_nodes is None else max(pool.desired_nodes, min_nodes)
+    return replace(pool, gpu_allocation=allocation, min_nodes=min_nodes, desired_nodes=desired)
 
 
 def parse_quotas(raw: Mapping, path: str, advertised: tuple[str, ...]) -> dict[str, int]:
@@ -597,6 +622,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         training=parse_training(raw),
     )
     _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
+    _check_dra(config)
     _check_reference_workloads(config, explicit_optimizer=raw.get("optimizer") is not None)
     _check_scheduling(config)
     _check_autoscalers(config)
@@ -604,6 +630,18 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     if parse_cluster is not None:
         config = replace(config, cluster_options=parse_cluster(raw, config))
     return config
+
+
+def _check_dra(config: PlatformConfig) -> None:
+    """What DRA pools need of the whole stack: the Kubernetes minor the DRA driver serves, and the GPU Operator."""
+    first = next((i for i, p in enumerate(config.node_pools) if p.gpu_allocation == gpu_allocation.DRA), None)
+    if first is None:
+        return
+    at = join(join("nodePools", first), "gpuAllocation")
+    for problem in (gpu_allocation.kubernetes_problem(config.kubernetes_version),
+                    gpu_allocation.software_problem(config.gpu_software)):
+        if problem is not None:
+            raise ConfigError(at, problem)
 
 
 def _check_autoscalers(config: PlatformConfig) -> None:
@@ -630,7 +668,10 @@ def _check_scheduling(config: PlatformConfig) -> None:
 
 def default_gpu_software(cloud: str, pools: list[NodePoolConfig]) -> str:
     """The cloud's recommended GPU software, or the GPU Operator when a pool's sharing needs what that cannot
-    deliver (MIG partitioning outside AKS, time-slicing/MPS/HAMi with the cloud's own plugin outside GKE)."""
+    deliver (MIG partitioning outside AKS, time-slicing/MPS/HAMi with the cloud's own plugin outside GKE) or a pool
+    is allocated through DRA (`gpu_allocation.software_problem`)."""
+    if any(p.gpu_allocation == gpu_allocation.DRA for p in pools):
+        return "operator"
     try:
         _check_pool_software(cloud, DEFAULT_GPU_SOFTWARE[cloud], pools)
     except ConfigError:

@@ -57,6 +57,9 @@ class NodePoolConfig:
     accelerator: str = ""
     """GCP N1 only: the accelerator type attached (``nvidia-tesla-t4``, ``nvidia-tesla-v100``); derived from the
     machine type on every other GCP shape."""
+    gpu_allocation: str = "device-plugin"
+    """``device-plugin`` or ``dra`` (NVIDIA DRA driver ResourceClaims). Default ``device-plugin``, except on shapes
+    whose NVLink domain spans nodes (NVL72), which default to and require ``dra``."""
     cloud_options: Any = None
     """The cloud's own pool settings, parsed by ``clouds/<cloud>/options.py``."""
 
@@ -304,4 +307,17 @@ def gpu_pool(config: PlatformConfig, pool: NodePoolConfig) -> GpuPool:
         user_taints=pool.taints,
         extra_taints=extra,
         role=pool.role,
+        gpu_allocation=pool.gpu_allocation,
+        architecture=pool_architecture(shape, pool),
+        nvlink_domain_gpus=shape.nvlink_domain_gpus if shape else getattr(pool.cloud_options, "nvlink_domain_gpus", 0),
     )
+
+
+def pool_architecture(shape: Optional[catalog.MachineShape], pool: NodePoolConfig) -> str:
+    """The nodes' CPU architecture: the catalog's for a cloud shape; on an existing cluster the pool's own
+    ``architecture`` key, else the one the GPU model always comes with (Grace: arm64), else amd64."""
+    if shape is not None:
+        return shape.architecture
+    given = getattr(pool.cloud_options, "architecture", "")
+    model = catalog.GPU_MODELS.get(pool.gpu_model)
+    return given or (model.cpu_architecture if model is not None else "") or catalog.AMD64

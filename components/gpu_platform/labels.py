@@ -19,6 +19,15 @@ RDMA_LABEL = f"{DOMAIN}/rdma"
 SHARING_LABEL = f"{DOMAIN}/gpu-sharing"
 """GPU sharing mode of the pool (``exclusive``, ``time-slicing``, ``mps``, ``mig``, ``hami``). Pods that want
 HAMi's memory-level GPU sharing carry it too (``hami``): HAMi's webhook only mutates pods with that label."""
+GPU_ALLOCATION_LABEL = f"{DOMAIN}/gpu-allocation"
+"""Set to ``dra`` on pools whose GPUs NVIDIA's DRA driver allocates (ResourceClaims), for people and selectors to
+tell them apart; absent on device-plugin pools."""
+DRA_KUBELET_PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"
+"""``true`` on DRA pools' nodes: the DRA driver's kubelet plugin selects it, and the GPU Operator's driver manager
+flips it to evict that plugin before a driver upgrade (NVIDIA's DRA install guide names this label)."""
+NVLINK_CLIQUE_LABEL = "nvidia.com/gpu.clique"
+"""Set by GPU Feature Discovery on nodes of a multi-node NVLink domain: ``<cluster UUID>.<clique id>``, one value
+per NVLink partition of a rack. Kueue's topology groups a ComputeDomain's pods by it."""
 TEAM_LABEL = f"{DOMAIN}/team"
 """Team that owns a namespace or workload."""
 OPT_IN_LABEL = f"{DOMAIN}/optimize"
@@ -163,10 +172,16 @@ EFFECT_TO_API_ENUM = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_N
 
 
 def pool_node_labels(
-    pool_name: str, accelerator: str, sharing_mode: str, rdma_fabric: str | None
+    pool_name: str, accelerator: str, sharing_mode: str, rdma_fabric: str | None, gpu_allocation: str = "device-plugin"
 ) -> dict[str, str]:
     """The platform's labels for every node of a GPU pool (user labels are merged on top by the caller)."""
     labels = {POOL_LABEL: pool_name, ACCELERATOR_LABEL: accelerator, SHARING_LABEL: sharing_mode}
+    if gpu_allocation == "dra":
+        # NVIDIA's DRA driver hands these GPUs out; the device plugin (operator operand or chart) stays off, so a GPU
+        # is never advertised both ways, and the DRA driver's kubelet plugin selects exactly these nodes.
+        labels[GPU_ALLOCATION_LABEL] = "dra"
+        labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+        labels[DRA_KUBELET_PLUGIN_LABEL] = "true"
     if rdma_fabric:
         labels[RDMA_LABEL] = rdma_fabric
     if sharing_mode in ("time-slicing", "mps"):

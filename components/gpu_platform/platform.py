@@ -112,6 +112,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 "cloud": config.cloud,
                 "gpu_software": config.gpu_software,
                 "pools": nvidia_specs,
+                "kubernetes_version": config.kubernetes_version,
                 "monitoring": monitoring is not None,
                 "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))

@@ -19,11 +19,13 @@ _STACK_KEYS = {
     "rdma": "rdma_fabric", "spot": "spot", "role": "role", "labels": "labels", "taints": "taints",
     "gpuModel": "gpu_model", "gpusPerNode": "gpus_per_node", "sharing.mode": "sharing_mode",
     "sharing.replicas": "sharing_replicas", "sharing.profile": "mig_profile", "sharing": "sharing_mode",
-    "accelerator": "gpu_model",
+    "accelerator": "gpu_model", "gpuAllocation": "gpu_allocation", "architecture": "architecture",
+    "nvlinkDomainGpus": "nvlink_domain_gpus",
 }
 
 
-_CATALOG_FACTS = ("gpus_per_node", "gpu_memory_gib", "vcpus_per_node", "memory_gib_per_node", "rdma_interfaces")
+_CATALOG_FACTS = ("gpus_per_node", "gpu_memory_gib", "vcpus_per_node", "memory_gib_per_node", "rdma_interfaces",
+                  "nvlink_domain_gpus")
 
 
 def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
@@ -45,7 +47,7 @@ def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
         args.fail(f"{path}.cloud", f"pool '{name}' is {article} {owner} pool; {args.component} "
                                    f"takes {catalog.CLOUD_NAMES[cloud]} pools")
     for key in ("min_nodes", "max_nodes", "gpus_per_node", "gpu_memory_gib", "vcpus_per_node",
-                "memory_gib_per_node", "rdma_interfaces"):
+                "memory_gib_per_node", "rdma_interfaces", "nvlink_domain_gpus"):
         if spec.get(key, 0) < 0:
             args.fail(f"{path}.{key}", f"must be >= 0, got {spec[key]}")
     if spec.get("sharing_mode", "exclusive") not in SHARING_MODES:
@@ -56,9 +58,12 @@ def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
     if fabric and fabric not in catalog.RDMA_FABRICS:
         args.fail(f"{path}.rdma_fabric", config.one_of(fabric, catalog.RDMA_FABRICS))
 
+    if spec.get("architecture") and spec["architecture"] not in catalog.ARCHITECTURES:
+        args.fail(f"{path}.architecture", config.one_of(spec["architecture"], catalog.ARCHITECTURES))
     entry = _stack_entry(spec)
     try:
-        node_pool = config.parse_node_pool(entry, "", cloud, None)
+        node_pool = config.parse_node_pool(entry, "", cloud, config.options_module("existing")
+                                           if cloud == "existing" else None)
     except ConfigError as err:
         args.fail(_spec_path(path, err.path), err.problem)
     derived = config.gpu_pool(config.PlatformConfig(stack="", cloud=cloud, region="", node_pools=(node_pool,)),
@@ -98,9 +103,14 @@ def _stack_entry(spec: dict[str, Any]) -> dict[str, Any]:
         if spec.get("mig_profile"):
             sharing["profile"] = spec["mig_profile"]
         entry["sharing"] = sharing
+    if spec.get("gpu_allocation"):
+        entry["gpuAllocation"] = spec["gpu_allocation"]
     if spec["cloud"] == "existing":
         entry["gpuModel"] = spec.get("gpu_model")
         entry["gpusPerNode"] = spec.get("gpus_per_node")
+        for key, stack_key in (("architecture", "architecture"), ("nvlink_domain_gpus", "nvlinkDomainGpus")):
+            if spec.get(key):
+                entry[stack_key] = spec[key]
     elif spec["cloud"] == "gcp":
         shape = catalog.SHAPES.get(("gcp", spec.get("instance_type", "")))
         if shape is not None and shape.attachable_accelerators:
@@ -130,7 +140,8 @@ def _agrees(args: Args, path: str, spec: dict[str, Any], derived: GpuPool, cloud
         return
     facts = {"gpu_model": derived.gpu_model, "gpus_per_node": derived.gpus_per_node,
              "gpu_memory_gib": derived.gpu_memory_gib, "vcpus_per_node": derived.vcpus_per_node,
-             "memory_gib_per_node": derived.memory_gib_per_node}
+             "memory_gib_per_node": derived.memory_gib_per_node, "architecture": derived.architecture,
+             "nvlink_domain_gpus": derived.nvlink_domain_gpus}
     if derived.rdma_fabric:
         facts["rdma_interfaces"] = derived.rdma_interfaces
         facts["rdma_fabric"] = derived.rdma_fabric

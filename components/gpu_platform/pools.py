@@ -15,6 +15,11 @@ SHARING_MODES = catalog.VENDORS[catalog.NVIDIA].sharing_modes
 """Every sharing mode (NVIDIA's; other vendors support a subset, `catalog.VENDORS`). ``hami``: HAMi's device plugin
 and scheduler share each GPU by memory (pods ask ``nvidia.com/gpumem``)."""
 
+DEVICE_PLUGIN = "device-plugin"
+DRA = "dra"
+GPU_ALLOCATION_MODES = (DEVICE_PLUGIN, DRA)
+"""``nodePools[].gpuAllocation``: how pods get a pool's GPUs (`GpuPool.gpu_allocation`)."""
+
 # Extended resources a pod requests to get RDMA NICs, per fabric (how many: `GpuPool.rdma_limits`).
 # GKE's GPUDirect fabrics (gpudirect-tcpx/-tcpxo/-rdma) have none on purpose: GKE advertises one resource per
 # network (`networking.gke.io.networks/<network>`, 1 per node), and a pod gets every NIC from its
@@ -75,12 +80,35 @@ class GpuPool:
     """NCCL environment a training pod on this pool should set (RoCEv2 GID index, traffic class...)."""
     role: str = "general"
     """``inference``, ``training`` or ``general``: where the reference workloads go."""
+    gpu_allocation: str = DEVICE_PLUGIN
+    """How pods get the pool's GPUs: ``device-plugin`` (the ``nvidia.com/gpu`` extended resource) or ``dra``
+    (ResourceClaims served by NVIDIA's DRA driver; the device plugin never runs on the pool's nodes)."""
+    architecture: str = catalog.AMD64
+    """The nodes' CPU architecture (``kubernetes.io/arch``): ``amd64`` or ``arm64`` (Grace-Blackwell)."""
+    nvlink_domain_gpus: int = 0
+    """GPUs of one multi-node NVLink domain (72 on an NVL72 rack); 0 when NVLink stays inside the node."""
+
+    @property
+    def dra(self) -> bool:
+        """The pool's GPUs are allocated through DRA ResourceClaims, not the device plugin."""
+        return self.gpu_allocation == DRA
+
+    @property
+    def multi_node_nvlink(self) -> bool:
+        """The pool's NVLink domain spans several nodes: jobs across them need a ComputeDomain."""
+        return self.nvlink_domain_gpus > self.gpus_per_node > 0
+
+    @property
+    def nvlink_domain_nodes(self) -> int:
+        """Nodes of one NVLink domain (1 when NVLink stays inside the node)."""
+        return max(1, self.nvlink_domain_gpus // self.gpus_per_node) if self.multi_node_nvlink else 1
 
     @property
     def labels(self) -> dict[str, str]:
         """Every node label of the pool: the platform's scheme plus the user's labels."""
         mig_config = f"all-{self.sharing.mig_profile}" if self.sharing.mode == "mig" else None
-        base = labels.pool_node_labels(self.name, self.gpu_model, self.sharing.mode, self.rdma_fabric)
+        base = labels.pool_node_labels(self.name, self.gpu_model, self.sharing.mode, self.rdma_fabric,
+                                       self.gpu_allocation)
         if mig_config:
             base[labels.MIG_CONFIG_LABEL] = mig_config
         return {**dict(self.user_labels), **base}
@@ -167,6 +195,8 @@ class GpuPool:
             rdma_fabric=self.rdma_fabric or "", rdma_interfaces=self.rdma_interfaces, spot=self.spot,
             labels=dict(self.user_labels), taints=[t.as_string() for t in (*self.user_taints, *self.extra_taints)],
             rdma_pod_annotations=dict(self.rdma_pod_annotations), nccl_env=dict(self.nccl_env), role=self.role,
+            gpu_allocation=self.gpu_allocation, architecture=self.architecture,
+            nvlink_domain_gpus=self.nvlink_domain_gpus,
         )
 
     @staticmethod
@@ -193,6 +223,9 @@ class GpuPool:
             user_taints=tuple(user_taints), extra_taints=tuple(extra),
             rdma_pod_annotations=tuple(sorted(spec.get("rdma_pod_annotations", {}).items())),
             nccl_env=tuple(sorted(spec.get("nccl_env", {}).items())), role=spec.get("role", "general"),
+            gpu_allocation=spec.get("gpu_allocation") or DEVICE_PLUGIN,
+            architecture=spec.get("architecture") or catalog.AMD64,
+            nvlink_domain_gpus=int(spec.get("nvlink_domain_gpus", 0)),
         )
 
 
@@ -242,6 +275,13 @@ class GpuPoolSpec(TypedDict, total=False):
     """NCCL environment for training pods."""
     role: str
     """``inference``, ``training`` or ``general``."""
+    gpu_allocation: str
+    """``device-plugin`` (default; ``dra`` on shapes whose NVLink domain spans nodes) or ``dra``."""
+    architecture: str
+    """Node CPU architecture, ``amd64`` or ``arm64``; from the catalog (existing clusters: from the GPU model,
+    else ``amd64``)."""
+    nvlink_domain_gpus: int
+    """GPUs of one multi-node NVLink domain; from the catalog (existing clusters: 0 unless given)."""
 
 
 def inference_pool(pools: list[GpuPool]) -> Optional[GpuPool]:

@@ -75,6 +75,16 @@ NETWORK_OPERATOR = Chart("network-operator", "v26.1.2", NVIDIA_HELM_REPO)
 DCGM_EXPORTER = Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts")
 EFA_DEVICE_PLUGIN = Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts")
 HAMI = Chart("hami", "2.10.0", "https://project-hami.github.io/HAMi/")
+# NVIDIA's DRA driver for GPUs, v0.4.1 (2026-06-30): the project moved from NVIDIA/k8s-dra-driver-gpu to
+# kubernetes-sigs/dra-driver-nvidia-gpu, switched to SemVer (v25.12 -> 0.3, v26.4 -> 0.4) and renamed the chart
+# dra-driver-nvidia-gpu, published on registry.k8s.io (docs/upgrade.md@v0.4.1). v0.4.1 is the newest release whose
+# tag could be checked (GPU Operator v26.7.0 already names a v0.5.0 image, whose chart could not be). Values keys:
+# tests/data/chart_keys/dra-driver-nvidia-gpu-0.4.1.keys; ComputeDomain schema in crd_schemas/resource.nvidia.com.
+DRA_DRIVER = Chart("oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", "0.4.1")
+DRA_MIN_KUBERNETES = "1.34"
+"""The oldest Kubernetes minor the pinned DRA driver runs on as the platform installs it: resource.k8s.io/v1 is served
+from 1.34, where DRA is GA (the driver's docs ask for 1.34.2 or later, kubernetes/kubernetes#133920; the managed
+clouds' 1.34 clusters are past that patch)."""
 # Images the platform names itself (the charts' own images stay at their chart defaults).
 RDMA_SHARED_DEVICE_PLUGIN_IMAGE = pinned("nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin",
                                          "network-operator-v26.1.2")

@@ -9,6 +9,13 @@ Facts relied on, checked in kubernetes-sigs/kueue at v0.19.2:
   ``managedJobsNamespaceSelector`` as the namespaceSelector of its pod/job webhooks (``templates/webhook``), so
   only team namespaces ever see Kueue's webhooks.
 * ResourceFlavor ``tolerations`` are injected into admitted pods; at most 8 (CRD ``maxItems``).
+* DRA (``KueueDRAIntegration``, Beta and on by default, so no gate is set): ``resources.deviceClassMappings``
+  (at most 16, 1-8 classes each, a class in one mapping only; ``pkg/config/validation.go``) names what the devices
+  a pod claims through ResourceClaimTemplates count as, and ClusterQueues cover that name. Only ``exactly``
+  requests of ``ExactCount`` are counted (``pkg/dra/claims.go``), and a claim of an unmapped DeviceClass makes
+  the workload inadmissible, so the IMEX channel class of multi-node NVLink pools is mapped too
+  (`dra_objects.kueue_device_class_mappings`). Topology-aware scheduling does not count DRA devices (docs,
+  "Dynamic Resource Allocation", Limitations: TAS capacity ignores them), so DRA pools are never topology-aware.
 * A flavor with ``topologyName`` only admits pod sets that ask for topology-aware scheduling, and such pod sets
   only take quota from topology flavors (``pkg/scheduler/flavorassigner/tas_flavorassigner.go``); the TAS
   capacity is that of Ready nodes carrying every level label (``pkg/util/tas/node.go``). So topology flavors
@@ -24,6 +31,11 @@ accelerator resource a pool advertises, and each flavor lists them all, with a n
 its pool does not advertise (nothing can be admitted there, nor borrowed: no queue has any). Splitting the group per
 vendor is not possible, as CPU and memory can only be in one group, and would also break topology-aware flavors,
 which must supply every resource of a pod set.
+
+DRA pools' GPUs (whole or MIG) count as ``nvidia.com/gpu``, exactly like the device plugin's, so ``gpuQuota`` and
+the flavors need nothing new. Where a DRA pool's NVLink domain spans nodes, the group also covers IMEX channels
+(``nvidia.com/imex-channel``, last): a team's channel quota on such a flavor equals its GPU quota there, since a pod
+claims at most one channel and at least one GPU, so the channel never binds first (`imex_channel_quota`).
 """
 
 from collections.abc import Sequence
@@ -36,7 +48,7 @@ from .. import catalog, labels
 from ..config_model import TeamConfig
 from ..pools import RDMA_RESOURCES, GpuPool
 from ..versions import KUEUE_API_VERSION
-from . import quota_split
+from . import dra_objects, quota_split
 from .common import metadata
 
 KUEUE_NAMESPACE = "kueue-system"
@@ -51,6 +63,8 @@ LOCAL_QUEUE_NAME = "gpu"
 """Name of the LocalQueue in every team namespace: jobs carry ``kueue.x-k8s.io/queue-name: gpu``."""
 GPU_RESOURCE = catalog.NVIDIA_GPU_RESOURCE
 """What ``gpuQuota`` counts, and the accelerator resource a queue covers when there are no pools yet."""
+IMEX_CHANNEL_RESOURCE = dra_objects.KUEUE_IMEX_CHANNEL_RESOURCE
+"""What Kueue counts the IMEX channels of multi-node NVLink DRA pools as (`channel_resources`)."""
 BASE_RESOURCES = ("cpu", "memory")
 """Covered by every queue, in the same group as the accelerators: a topology-aware pod set must take every
 resource it requests from its TAS flavor."""
@@ -100,8 +114,9 @@ class FlavorPlan:
         return self.pool.name
 
     def capacity_of(self, resource: str) -> int:
-        """What the pool offers of ``resource`` at its maximum size (0 for a resource it does not advertise)."""
-        if resource == self.pool.resource:
+        """What the pool offers of ``resource`` at its maximum size (0 for a resource it does not advertise). IMEX
+        channels are bounded by the GPUs (a pod claims at most one channel and at least one GPU)."""
+        if resource == self.pool.resource or (resource == IMEX_CHANNEL_RESOURCE and claims_imex_channels(self.pool)):
             return self.capacity
         return self.pool.resources_per_node.get(resource, 0) * self.pool.max_nodes
 
@@ -124,14 +139,36 @@ def accelerator_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:
     return catalog.advertised_resources(plan.pool.gpu_model for plan in plans) or (GPU_RESOURCE,)
 
 
+def claims_imex_channels(pool: GpuPool) -> bool:
+    """Jobs on the pool claim IMEX channels (a ComputeDomain's): a DRA pool whose NVLink domain spans nodes."""
+    return pool.dra and pool.multi_node_nvlink
+
+
+def channel_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:
+    """``nvidia.com/imex-channel`` where some pool's jobs claim IMEX channels (Kueue's mapping names it, and a
+    workload claiming an uncovered resource is never admitted); empty otherwise."""
+    return (IMEX_CHANNEL_RESOURCE,) if any(claims_imex_channels(plan.pool) for plan in plans) else ()
+
+
 def covered_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:
-    """``coveredResources`` of the queues' one resource group (see the module docstring for why one)."""
-    return (*BASE_RESOURCES, *accelerator_resources(plans))
+    """``coveredResources`` of the queues' one resource group (see the module docstring for why one): CPU, memory,
+    the accelerator resources, then IMEX channels where pools need them."""
+    return (*BASE_RESOURCES, *accelerator_resources(plans), *channel_resources(plans))
+
+
+def imex_channel_quota(plans: Sequence[FlavorPlan], nvidia_gpus: Sequence[int]) -> tuple[int, ...]:
+    """Per GPU flavor, a team's IMEX channel quota: its ``nvidia.com/gpu`` quota (``nvidia_gpus``) on the flavors of
+    pools whose jobs claim channels, 0 elsewhere. A pod claims at most one channel and at least one GPU, so the
+    channels never bind before the GPUs do."""
+    return tuple(gpus if claims_imex_channels(plan.pool) else 0
+                 for plan, gpus in zip(plans, nvidia_gpus, strict=True))
 
 
 def topology_aware(pool: GpuPool) -> bool:
-    """RDMA pools of fixed size get topology-aware placement (see the module docstring for why fixed)."""
-    return bool(pool.rdma_fabric) and pool.min_nodes == pool.max_nodes
+    """RDMA pools of fixed size get topology-aware placement (see the module docstring for why fixed), unless their
+    GPUs are DRA devices: Kueue 0.19.2's TAS does not count DRA devices in its capacity (it places pods by their
+    CPU and memory only), so it would assign topology blind to where the GPUs are."""
+    return bool(pool.rdma_fabric) and pool.min_nodes == pool.max_nodes and not pool.dra
 
 
 def flavor_plans(pools: Sequence[GpuPool]) -> list[FlavorPlan]:
@@ -226,9 +263,15 @@ class TeamQuota:
     lending: Optional[tuple[int, ...]]
     """Per GPU flavor: the ``nvidia.com/gpu`` lending limit (``lendingLimit`` counts NVIDIA GPUs, like
     ``gpuQuota``); None without a lending limit."""
+    imex_channels: tuple[int, ...]
+    """Per GPU flavor: the ``nvidia.com/imex-channel`` quota (`imex_channel_quota`); covered only where
+    `channel_resources` says so."""
 
     def quota_of(self, resource: str) -> tuple[int, ...]:
-        """The per-flavor quota of one accelerator resource (zeros for a resource the queues do not cover)."""
+        """The per-flavor quota of one accelerator resource or of IMEX channels (zeros for a resource the queues do
+        not cover)."""
+        if resource == IMEX_CHANNEL_RESOURCE:
+            return self.imex_channels
         return dict(self.accelerators).get(resource, (0,) * len(self.gpus))
 
 
@@ -261,7 +304,7 @@ def team_quotas(teams: Sequence[TeamConfig], plans: Sequence[FlavorPlan]) -> lis
         lending = (tuple(quota_split.split_lending_limit(team.lending_limit, nvidia))
                    if team.lending_limit is not None else None)
         quotas.append(TeamQuota(team, accelerators, tuple(gpus), cpu_only_cpu, tuple(cpu), cpu_only_mem, tuple(mem),
-                                lending))
+                                lending, imex_channel_quota(plans, nvidia)))
     return quotas
 
 
@@ -286,9 +329,10 @@ def queue_flavor_indexes(quota: TeamQuota, pool_count: int) -> set[int]:
 def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
     """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool.
 
-    Every flavor lists CPU, memory and each accelerator resource (`covered_resources`). A pool flavor's own primary
-    resource takes the team's ``borrowingLimit``; ``nvidia.com/gpu`` takes its share of the ``lendingLimit``. A
-    secondary resource (NeuronCores) is borrowed without a limit: the limit is counted in devices.
+    Every flavor lists CPU, memory, each accelerator resource and IMEX channels where covered
+    (`covered_resources`). A pool flavor's own primary resource takes the team's ``borrowingLimit``;
+    ``nvidia.com/gpu`` takes its share of the ``lendingLimit``. A secondary resource (NeuronCores) and IMEX channels
+    are borrowed and lent without a limit: the limits are counted in devices, and channels follow the GPUs.
 
     Preemption: a team reclaims its lent quota from any borrower (``reclaimWithinCohort: Any``) and, inside
     its own queue, higher priority evicts lower (``withinClusterQueue: LowerPriority``). Flavor search goes on
@@ -296,9 +340,10 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
     """
     team = quota.team
     chosen = queue_flavor_indexes(quota, len(plans))
+    channels = channel_resources(plans)
     flavors = [{"name": CPU_FLAVOR, "resources": [
         _resource("cpu", quota.cpu_only_cpu), _resource("memory", f"{quota.cpu_only_memory_gib}Gi"),
-        *(_resource(r, 0) for r, _ in quota.accelerators)]}]
+        *(_resource(r, 0) for r, _ in quota.accelerators), *(_resource(r, 0) for r in channels)]}]
     for i, plan in enumerate(plans):
         if i not in chosen:
             continue
@@ -315,6 +360,7 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
             _resource("cpu", quota.cpu[i]),
             _resource("memory", f"{quota.memory_gib[i]}Gi"),
             *accelerators,
+            *(_resource(r, quota.quota_of(r)[i]) for r in channels),
         ]})
     return {
         "apiVersion": KUEUE_API_VERSION,
@@ -341,8 +387,19 @@ def local_queue(team: str, cluster_queue_name: str) -> dict:
     }
 
 
-def controller_configuration() -> dict:
-    """Kueue's Configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's defaults plus the platform's policy."""
+def resource_configuration(pools: Sequence[GpuPool]) -> dict:
+    """The Configuration's ``resources``: the excluded prefixes, and the device class mappings of DRA pools (absent
+    without any, as before DRA)."""
+    resources: dict = {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)}
+    mappings = dra_objects.kueue_device_class_mappings(pools)
+    if mappings:
+        resources["deviceClassMappings"] = mappings
+    return resources
+
+
+def controller_configuration(pools: Sequence[GpuPool] = ()) -> dict:
+    """Kueue's Configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's defaults plus the platform's policy,
+    and what the claims of the DRA ``pools`` count as (`resource_configuration`)."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -367,15 +424,15 @@ def controller_configuration() -> dict:
         },
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
         "integrations": {"frameworks": list(FRAMEWORKS)},
-        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+        "resources": resource_configuration(pools),
     }
 
 
-def helm_values(enable_prometheus: bool) -> dict:
-    """Values of the Kueue chart (keys of charts/kueue/values.yaml@v0.19.2)."""
+def helm_values(enable_prometheus: bool, pools: Sequence[GpuPool] = ()) -> dict:
+    """Values of the Kueue chart (keys of charts/kueue/values.yaml@v0.19.2) for a cluster of ``pools``."""
     return {
         "enablePrometheus": enable_prometheus,
         "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(), sort_keys=True),
+            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(pools), sort_keys=True),
         },
     }

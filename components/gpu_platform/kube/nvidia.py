@@ -11,12 +11,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import catalog, config, versions
-from ..component_args import DNS_LABEL, Args, choice
-from ..config_model import NodePoolConfig
+from .. import catalog, config, gpu_allocation, versions
+from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args, choice
+from ..config_model import DEFAULT_KUBERNETES_VERSION, NodePoolConfig
 from ..errors import ConfigError
 from ..pools import GpuPoolSpec
-from . import namespace_security, sharing
+from . import dra_values, namespace_security, sharing
 from . import nvidia_values as nv
 from .common import check_pool_set, checked_cloud, child_opts, helm_release, pools_of, refuse_unless
 
@@ -43,6 +43,9 @@ class NvidiaGpuStackArgs(TypedDict, total=False):
     mig_strategy: str
     """``single`` (MIG slices advertised as ``nvidia.com/gpu``, default) or ``mixed`` (one resource per
     profile, ``nvidia.com/mig-3g.40gb``)."""
+    kubernetes_version: str
+    """The cluster's Kubernetes minor (``1.34``): DRA pools need the minor the DRA driver serves
+    (`gpu_allocation.kubernetes_problem`). Default the platform's default minor."""
     driver_preinstalled: Optional[bool]
     """GPU Operator only: the nodes get the NVIDIA driver from elsewhere. Default per cloud, matching what the
     cloud layers create: EKS NVIDIA AMIs and OKE GPU images yes; AKS no (operator-mode pools are created without
@@ -55,6 +58,7 @@ RULES = {
     "gpu_software": choice(*nv.GPU_SOFTWARE_MODES),
     "mig_strategy": choice(*nv.MIG_STRATEGIES),
     "namespace": DNS_LABEL,
+    "kubernetes_version": KUBERNETES_VERSION,
 }
 # Clouds whose GPU images always carry the driver (`nv.host_preset` ignores ``driver_preinstalled`` there).
 DRIVER_ALWAYS_PREINSTALLED = ("aws", "oci")
@@ -68,6 +72,7 @@ def checked_args(name: str, args: NvidiaGpuStackArgs) -> dict:
     cloud, mode, pools = checked["cloud"], checked.get("gpu_software", "operator"), checked.get("pools", [])
     check_pool_set(checker, pools)
     _check_pool_software(checker, cloud, mode, pools)
+    _check_dra(checker, checked, mode, pools)
     refuse_unless(checker, checked, "mig_strategy", mode != "cloud-managed",
                   "with gpu_software 'operator' or 'device-plugin' (the cloud partitions MIG GPUs itself)")
     refuse_unless(checker, checked, "mig_strategy", any(p.get("sharing_mode") == "mig" for p in pools),
@@ -78,6 +83,20 @@ def checked_args(name: str, args: NvidiaGpuStackArgs) -> dict:
                                             "driver; the GPU Operator does not install one there")
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("monitoring")), "with monitoring: true")
     return checked
+
+
+def _check_dra(checker: Args, checked: dict, mode: str, pools: list[GpuPoolSpec]) -> None:
+    """The stack file's rules for DRA pools: the Kubernetes minor the DRA driver serves, and the GPU Operator."""
+    first = next((i for i, pool in enumerate(pools_of(pools)) if pool.dra), None)
+    if first is None:
+        return
+    version = checked.get("kubernetes_version", DEFAULT_KUBERNETES_VERSION)
+    problem = gpu_allocation.kubernetes_problem(version)
+    if problem is not None:
+        checker.fail("kubernetes_version", problem.replace("kubernetesVersion", "kubernetes_version"))
+    problem = gpu_allocation.software_problem(mode)
+    if problem is not None:
+        checker.fail(f"pools[{first}].gpu_allocation", problem.replace("gpuSoftware", "gpu_software"))
 
 
 def _check_pool_software(checker: Args, cloud: str, mode: str, pools: list[GpuPoolSpec]) -> None:
@@ -95,7 +114,8 @@ def _check_pool_software(checker: Args, cloud: str, mode: str, pools: list[GpuPo
 
 
 class NvidiaGpuStack(pulumi.ComponentResource):
-    """The GPU Operator or the device plugin with GFD and NFD, GPU sharing configs, DCGM exporter and HAMi."""
+    """The GPU Operator or the device plugin with GFD and NFD, GPU sharing configs, DCGM exporter, HAMi, and NVIDIA's
+    DRA driver for the pools whose GPUs are allocated through DRA."""
 
     namespace: pulumi.Output[str]
     """Namespace of the stack."""
@@ -121,6 +141,8 @@ class NvidiaGpuStack(pulumi.ComponentResource):
         self.release: Optional[k8s.helm.v3.Release] = None
         """The release that owns ``nvidia.com/gpu``: GPU Operator or device plugin (None when cloud-managed)."""
         self.hami_release: Optional[k8s.helm.v3.Release] = None
+        self.dra_release: Optional[k8s.helm.v3.Release] = None
+        """NVIDIA's DRA driver, when a pool's GPUs are allocated through DRA."""
         self.dcgm_release: Optional[k8s.helm.v3.Release] = None
         """The standalone dcgm-exporter release (device-plugin and cloud-managed modes)."""
 
@@ -163,6 +185,12 @@ class NvidiaGpuStack(pulumi.ComponentResource):
                                               nv.dcgm_exporter_values(pools, monitoring=monitoring,
                                                                       service_monitor_labels=monitor_labels),
                                               opts, prerequisites)
+        dra = dra_values.dra_driver_values(cloud, pools, preinstalled)
+        if dra:
+            # After the operator: the DRA driver's kubelet plugin needs its driver, toolkit (CDI) and NFD labels.
+            after = [self.release] if self.release is not None else []
+            self.dra_release = self._release(name, dra_values.RELEASE_NAME, versions.DRA_DRIVER, ns, dra, opts,
+                                             [*prerequisites, *after])
         hami = nv.hami_values(cloud, pools, mode, preinstalled) if mode != "cloud-managed" else {}
         if hami:
             # After NVIDIA's stack: with the operator, HAMi's plugin waits for the operator's toolkit.

@@ -174,6 +174,16 @@ def gpu_operator_values(
     if sharing_checksum:
         daemonsets["annotations"] = {sharing.CHECKSUM_ANNOTATION: sharing_checksum}
         device_plugin["config"] = {"name": sharing.CONFIG_MAP_NAME, "default": sharing.DEFAULT_CONFIG}
+    dra = [p for p in pools if p.dra]
+    if dra and all(p.dra for p in pools):
+        # No pool uses the device plugin; with it on, the operator's validator would wait on every DRA node for an
+        # nvidia.com/gpu that never comes (gpu-operator#2550). Mixed clusters keep it, off per node by label.
+        device_plugin["enabled"] = False
+    driver: dict = {"enabled": preset.driver}
+    if dra and preset.driver:
+        # NVIDIA's DRA guide: the driver manager evicts the pods that select this label before it upgrades the driver.
+        driver["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION",
+                                      "value": labels.DRA_KUBELET_PLUGIN_LABEL}]}
     toolkit: dict = {"enabled": preset.toolkit}
     if preset.toolkit and preset.toolkit_install_dir:
         toolkit["installDir"] = preset.toolkit_install_dir
@@ -184,7 +194,7 @@ def gpu_operator_values(
         "nfd": {"enabled": True},
         "node-feature-discovery": {"worker": {"tolerations": tolerations}},
         "daemonsets": daemonsets,
-        "driver": {"enabled": preset.driver},
+        "driver": driver,
         "toolkit": toolkit,
         "devicePlugin": device_plugin,
         "gfd": {"enabled": True},

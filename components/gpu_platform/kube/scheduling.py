@@ -9,11 +9,16 @@ What a platform user gets:
 * Kueue (pinned chart) managing batch Jobs, JobSets, Kubeflow jobs, plain pods and Deployments that name a
   queue, in team namespaces only; gang admission (``waitForPodsReady``) and fair sharing on.
 * One ResourceFlavor per GPU pool (the pool's label and GPU model, tolerations for every taint of the pool) and
-  a CPU-only flavor; fixed-size RDMA pools are topology-aware (a ``Topology`` of zone and host).
+  a CPU-only flavor; fixed-size RDMA pools are topology-aware (a ``Topology`` of zone and host), unless their GPUs
+  are DRA devices, which Kueue's topology-aware scheduling does not count.
 * One ClusterQueue per team in one cohort, covering CPU, memory and every accelerator resource the pools advertise
   (``nvidia.com/gpu``, ``aws.amazon.com/neuron``...). How a team's ``gpuQuota`` and ``quotas`` (and CPU/memory) are
   split over the flavors is documented in `kube.quota_split`: each resource over the pools advertising it,
   proportional to their capacity, adding up exactly to the quota.
+* DRA pools (``gpuAllocation: dra``): the GPUs (or MIG devices) pods claim through ResourceClaimTemplates count as
+  ``nvidia.com/gpu`` in Kueue (its ``deviceClassMappings``), so ``gpuQuota`` covers them as it covers device-plugin
+  GPUs. Where a DRA pool's NVLink domain spans nodes, queues also cover ``nvidia.com/imex-channel`` (the
+  ComputeDomain channels jobs claim), with a team's quota on such a pool's flavor equal to its GPU quota there.
   Jobs submit to the LocalQueue ``gpu`` in their team namespace (`kube.tenancy`).
 
 Ordering on a first ``pulumi up``: Kueue's CRDs and webhooks arrive with the Helm release. The release waits
@@ -129,8 +134,8 @@ class SchedulingPolicy(pulumi.ComponentResource):
             opts=child_opts(self, opts))
         self.release = helm_release(
             f"{name}-kueue", versions.KUEUE, kueue_objects.RELEASE_NAME, kueue_objects.KUEUE_NAMESPACE,
-            kueue_objects.helm_values(enable_prometheus), child_opts(self, opts, depends_on=[self.kueue_namespace]),
-            create_namespace=False)
+            kueue_objects.helm_values(enable_prometheus, pools),
+            child_opts(self, opts, depends_on=[self.kueue_namespace]), create_namespace=False)
 
         def after_release(extra: Optional[list] = None) -> pulumi.ResourceOptions:
             return child_opts(self, opts, depends_on=[self.release, *(extra or [])])

@@ -1,4 +1,5 @@
-"""`TeamNamespace`: a team's namespace with its quota, defaults, RBAC, network isolation and Kueue LocalQueue."""
+"""`TeamNamespace`: a team's namespace with its quota, defaults, RBAC, network isolation, Kueue LocalQueue and the
+ResourceClaimTemplates of DRA pools."""
 
 from typing import Optional, TypedDict
 
@@ -19,14 +20,15 @@ class TeamNamespaceArgs(TypedDict, total=False):
     """Arguments of `TeamNamespace`."""
 
     team: Required[TeamSpec]
-    """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu``, each of
-    ``quotas`` a ``requests.<resource>``."""
+    """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu`` (and,
+    with DRA pools, the devices of each of their DeviceClasses), each of ``quotas`` a ``requests.<resource>``."""
     cluster_queue: Optional[str]
     """Kueue ClusterQueue the team's LocalQueue (``gpu``) feeds; none: no LocalQueue (Kueue off)."""
     pools: list[GpuPoolSpec]
     """The cluster's GPU pools, which the team's jobs may run on: a privileged namespace records what their RDMA
-    fabrics need (`namespace_security.team_pod_security`), and the team's ``quotas`` must name resources they
-    advertise. Default none."""
+    fabrics need (`namespace_security.team_pod_security`), the team's ``quotas`` must name resources they
+    advertise, and each DRA pool gets claim templates in the namespace (`tenancy_objects.claim_templates`). Default
+    none."""
     pod_security: str
     """Pod Security level enforced: ``baseline`` (default), ``restricted``, or ``privileged`` (only for teams whose
     pods need IPC_LOCK or host paths, e.g. InfiniBand/RoCE examples or GKE GPUDirect sidecars: any member may then
@@ -59,8 +61,8 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
 
 class TeamNamespace(pulumi.ComponentResource):
     """A team's namespace: Pod Security labels, GPU/CPU/memory quota, default requests, edit RBAC for the team's
-    group, ingress isolation, egress limited to the namespace, DNS and the internet, and the LocalQueue its jobs
-    submit to."""
+    group, ingress isolation, egress limited to the namespace, DNS and the internet, the LocalQueue its jobs
+    submit to, and ResourceClaimTemplates for the GPUs of DRA pools (``<pool>-gpu``, ``<pool>-node``)."""
 
     namespace: k8s.core.v1.Namespace
     resource_quota: k8s.core.v1.ResourceQuota
@@ -70,14 +72,14 @@ class TeamNamespace(pulumi.ComponentResource):
         args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:TeamNamespace", name, {}, opts)
         team = team_of(args["team"])
-        security = namespace_security.team_pod_security(pools_of(args.get("pools", [])),
-                                                        args.get("pod_security", namespace_security.BASELINE))
+        pools = pools_of(args.get("pools", []))
+        security = namespace_security.team_pod_security(pools, args.get("pod_security", namespace_security.BASELINE))
 
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns", metadata=tenancy_objects.namespace(team, security)["metadata"], opts=child_opts(self, opts))
         in_namespace = child_opts(self, opts, depends_on=[self.namespace])
 
-        quota = tenancy_objects.resource_quota(team)
+        quota = tenancy_objects.resource_quota(team, pools)
         self.resource_quota = k8s.core.v1.ResourceQuota(
             f"{name}-quota", metadata=quota["metadata"], spec=quota["spec"], opts=in_namespace)
         defaults = tenancy_objects.limit_range(team)
@@ -101,6 +103,13 @@ class TeamNamespace(pulumi.ComponentResource):
         if args.get("cluster_queue"):
             self.local_queue = KubernetesObject(
                 f"{name}-queue", kueue_objects.local_queue(team.name, args["cluster_queue"]), in_namespace)
+        self.claim_templates: dict[str, KubernetesObject] = {
+            body["metadata"]["name"]: KubernetesObject(f"{name}-claim-{body['metadata']['name']}", body, in_namespace)
+            for body in tenancy_objects.claim_templates(team, pools)
+        }
+        """The ResourceClaimTemplates of the DRA pools' GPUs, by name."""
+        self.claim_template_names = list(self.claim_templates)
         self.namespace_name = self.namespace.metadata.name
         self.local_queue_name = kueue_objects.LOCAL_QUEUE_NAME if self.local_queue is not None else None
-        self.register_outputs({"namespace_name": self.namespace_name, "local_queue_name": self.local_queue_name})
+        self.register_outputs({"namespace_name": self.namespace_name, "local_queue_name": self.local_queue_name,
+                               "claim_template_names": self.claim_template_names})

@@ -1,11 +1,13 @@
-"""A team namespace's objects as plain bodies: namespace, quota, defaults, RBAC and network policies."""
+"""A team namespace's objects as plain bodies: namespace, quota, defaults, RBAC, network policies and the
+ResourceClaimTemplates of DRA pools."""
 
 from collections.abc import Sequence
 from typing import Optional
 
 from .. import catalog, labels
 from ..config_model import TeamConfig
-from . import namespace_security
+from ..pools import GpuPool
+from . import dra_objects, namespace_security
 from .common import metadata
 from .monitoring_policies import namespace_peer, prometheus_peer
 
@@ -39,9 +41,13 @@ def namespace(team: TeamConfig, pod_security: namespace_security.PodSecurity = n
     return namespace_security.namespace_body(team.name, pod_security, {labels.TEAM_LABEL: team.name})
 
 
-def resource_quota(team: TeamConfig) -> dict:
+def resource_quota(team: TeamConfig, pools: Sequence[GpuPool] = ()) -> dict:
     """The hard cap of the namespace: GPUs and the team's other accelerator ``quotas`` (extended resources only take
     ``requests.``), CPU, memory, pods.
+
+    With DRA pools among ``pools``, the devices the namespace's ResourceClaims get of each of their DeviceClasses
+    (``<class>.deviceclass.resource.k8s.io/devices``) are capped at ``gpuQuota`` too: DRA GPUs never appear as
+    ``requests.nvidia.com/gpu``, and Kueue counts them under the same ``gpuQuota``.
 
     Kueue's nominal quotas are per flavor and borrowing may exceed them; this quota caps the team's total.
     """
@@ -49,12 +55,27 @@ def resource_quota(team: TeamConfig) -> dict:
         "metadata": metadata("team-quota", team.name, extra_labels={labels.TEAM_LABEL: team.name}),
         "spec": {"hard": {
             f"requests.{catalog.NVIDIA_GPU_RESOURCE}": str(team.gpu_quota),
+            **{dra_objects.quota_resource(cls): str(team.gpu_quota) for cls in dra_objects.device_classes(pools)},
             **{f"requests.{resource}": str(count) for resource, count in team.quotas},
             "requests.cpu": str(team.cpu_quota),
             "requests.memory": f"{team.memory_quota_gib}Gi",
             "pods": str(pods_quota(team)),
         }},
     }
+
+
+def claim_templates(team: TeamConfig, pools: Sequence[GpuPool]) -> list[dict]:
+    """The ResourceClaimTemplates a team's workloads name to claim the GPUs of each DRA pool
+    (`dra_objects.pool_claim_templates`: ``<pool>-gpu``, ``<pool>-node``), in pool order, with the team label.
+    Empty without DRA pools."""
+    bodies = []
+    for pool in pools:
+        if not pool.dra:
+            continue
+        for body in dra_objects.pool_claim_templates(pool, team.name):
+            body["metadata"]["labels"][labels.TEAM_LABEL] = team.name
+            bodies.append(body)
+    return bodies
 
 
 def limit_range(team: TeamConfig) -> dict:

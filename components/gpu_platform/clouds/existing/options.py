@@ -4,7 +4,9 @@ Cluster keys: ``kubeconfig``, ``context``, ``networkPolicyEnforced`` (whether th
 default false, and then a stack isolated by NetworkPolicies is refused).
 
 Pool keys: ``nodes`` (the `ExistingGpuNodes` argument, `pool_args`), ``rdmaFabric`` and ``rdmaInterfaces`` (they
-become the pool's ``rdma_fabric`` and ``rdma_interfaces``).
+become the pool's ``rdma_fabric`` and ``rdma_interfaces``), ``architecture`` and ``nvlinkDomainGpus`` (the pool's
+``architecture`` and ``nvlink_domain_gpus``: the catalog's facts of a cloud shape, stated here for nodes the
+catalog does not know).
 """
 
 import re
@@ -17,7 +19,7 @@ from ...config import ConfigError, join, read_bool, read_enum, read_int, read_li
 from ...isolation import unenforced_problem
 
 CLUSTER_KEYS = {"kubeconfig", "context", "networkPolicyEnforced"}
-POOL_KEYS = {"nodes", "rdmaFabric", "rdmaInterfaces"}
+POOL_KEYS = {"nodes", "rdmaFabric", "rdmaInterfaces", "architecture", "nvlinkDomainGpus"}
 EXISTING_FABRICS = (catalog.INFINIBAND, catalog.ROCE)
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 """A Kubernetes node name: a DNS subdomain (RFC 1123), at most 253 characters."""
@@ -66,6 +68,10 @@ class ExistingPoolOptions:
     """``infiniband`` or ``roce`` when ``rdma: true``."""
     rdma_interfaces: int = 1
     """RDMA NICs per node."""
+    architecture: str = ""
+    """``amd64`` or ``arm64``; default: the GPU model's (Grace-Blackwell: arm64), else amd64."""
+    nvlink_domain_gpus: int = 0
+    """GPUs of one multi-node NVLink domain (72 for GB200/GB300 NVL72 racks); 0: NVLink stays inside the node."""
 
 
 def parse_cluster_options(raw: Mapping, config: Any) -> ExistingClusterOptions:
@@ -92,8 +98,14 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> Existi
     fabric = read_enum(raw, "rdmaFabric", path, EXISTING_FABRICS, catalog.INFINIBAND)
     if "rdmaFabric" in raw and not pool.rdma:
         raise ConfigError(join(path, "rdmaFabric"), "only applies with rdma: true")
+    nvlink = read_int(raw, "nvlinkDomainGpus", path, 0, minimum=0)
+    if 0 < nvlink < pool.gpus_per_node or (nvlink and nvlink % pool.gpus_per_node):
+        raise ConfigError(join(path, "nvlinkDomainGpus"), f"must be a multiple of gpusPerNode ({pool.gpus_per_node}), "
+                                                          f"got {nvlink}")
     return ExistingPoolOptions(nodes=nodes, rdma_fabric=fabric,
-                               rdma_interfaces=read_int(raw, "rdmaInterfaces", path, 1, minimum=1))
+                               rdma_interfaces=read_int(raw, "rdmaInterfaces", path, 1, minimum=1),
+                               architecture=read_enum(raw, "architecture", path, catalog.ARCHITECTURES) or "",
+                               nvlink_domain_gpus=nvlink)
 
 
 def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
