@@ -167,3 +167,42 @@ def test_dra_pool_defaults_to_a_fixed_size_and_the_operator():
     device_plugin_only = config.parse_config({"cloud": "aws", "region": "us-east-1", "nodePools": [
         {"name": "b", "instanceType": "g6.xlarge"}]}, "s")
     assert device_plugin_only.gpu_software == "device-plugin"
+
+
+def test_rack_shapes_default_to_dra_and_arm64_and_refuse_the_device_plugin():
+    parsed = config.parse_config({"cloud": "gcp", "region": "us-central1", "nodePools": [
+        {"name": "rack", "instanceType": "a4x-highgpu-4g", "maxNodes": 18, "role": "training"},
+        {"name": "infer", "instanceType": "g2-standard-8", "role": "inference"}]}, "s")
+    rack_pool = parsed.gpu_pools()[0]
+    assert (rack_pool.gpu_allocation, rack_pool.architecture, rack_pool.nvlink_domain_gpus, rack_pool.min_nodes,
+            rack_pool.gpu_model, rack_pool.nvlink_domain_nodes) == ("dra", "arm64", 72, 18, "gb200", 18)
+    with pytest.raises(ConfigError) as err:
+        config.parse_config({"cloud": "azure", "region": "eastus", "nodePools": [
+            {"name": "rack", "instanceType": "Standard_ND128isr_NDR_GB200_v6", "gpuAllocation": "device-plugin"}]},
+            "s")
+    assert str(err.value) == (
+        "s: nodePools[0].gpuAllocation: 'Standard_ND128isr_NDR_GB200_v6' joins the GPUs of 18 nodes in one 72-GPU "
+        "NVLink domain, which a job reaches only through DRA ComputeDomains; gpuAllocation must be dra")
+
+
+def test_reference_workloads_on_arm64_pools_need_arm64_images():
+    def refused(raw):
+        with pytest.raises(ConfigError) as err:
+            config.parse_config(raw, "s")
+        return str(err.value)
+
+    base = {"cloud": "existing", "networkPolicyEnforced": True}
+    grace = {"name": "rack", "gpuModel": "gb200", "gpusPerNode": 4, "nvlinkDomainGpus": 72, "maxNodes": 18}
+    assert refused({**base, "nodePools": [grace]}) == (
+        "s: inference.enabled: pool 'rack' has arm64 nodes and the reference image "
+        "ghcr.io/gpu-platform/sentiment-inference:0.1.0 is built for amd64 only; set inference.image (an arm64 "
+        "build), an amd64 inference pool or inference.enabled: false")
+    # The NGC PyTorch image trains there (a multi-arch index); an image of one's own serves there.
+    parsed = config.parse_config({**base, "inference": {"image": "registry.example/sentiment:arm64"},
+                                  "nodePools": [grace]}, "s")
+    assert parsed.gpu_pools()[0].architecture == "arm64"
+    assert refused({**base, "nodePools": [{"name": "mi", "gpuModel": "mi300x", "gpusPerNode": 8,
+                                           "architecture": "arm64"}], "inference": {"enabled": False}}) == (
+        "s: training.enabled: pool 'mi' has arm64 nodes and the reference image "
+        "docker.io/rocm/pytorch:rocm7.14_ubuntu24.04_py3.12_pytorch_release_2.11.0 is built for amd64 only; set "
+        "training.enabled: false")

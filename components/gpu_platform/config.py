@@ -729,14 +729,30 @@ def _check_reference_workloads(config: PlatformConfig, explicit_optimizer: bool)
         readable = " and ".join(catalog.VENDORS[v].display_name for v in VENDORS_WITH_SIGNAL)
         raise ConfigError("optimizer.enabled", f"the optimizer reads per-pod utilisation of {readable} GPUs only, "
                                                "and no node pool has them; set optimizer.enabled: false")
+    if config.training.enabled and train is not None and train.vendor in TRAINING_IMAGES:
+        _check_arm64_image(train, TRAINING_IMAGES[train.vendor].tagged, "training.enabled", "training.enabled: false")
     _check_tpu_example(config, pools)
     infer = chosen_pool(config, pools)
+    if config.inference.enabled and infer is not None and config.inference.image is None and \
+            infer.vendor in INFERENCE_IMAGES:
+        field = "inference.pool" if config.inference.pool else "inference.enabled"
+        _check_arm64_image(infer, INFERENCE_IMAGES[infer.vendor].tagged, field,
+                           "inference.image (an arm64 build), an amd64 inference pool or inference.enabled: false")
     if config.inference.enabled and infer is not None and infer.vendor not in INFERENCE_IMAGES:
         field = "inference.pool" if config.inference.pool else "inference.enabled"
         served = ", ".join(catalog.VENDORS[v].display_name for v in INFERENCE_IMAGES)
         raise ConfigError(field, f"the reference inference app has no image for "
                                  f"{catalog.VENDORS[infer.vendor].display_name} accelerators (pool '{infer.name}'); "
                                  f"choose a pool of {served} accelerators or set inference.enabled: false")
+
+
+def _check_arm64_image(pool: Any, image: str, field: str, remedy: str) -> None:
+    """A reference workload on an arm64 pool (Grace-Blackwell) runs only an image published for arm64."""
+    from .versions import ARM64_WORKLOAD_IMAGES
+
+    if pool.architecture == catalog.ARM64 and image not in ARM64_WORKLOAD_IMAGES:
+        raise ConfigError(field, f"pool '{pool.name}' has arm64 nodes and the reference image {image} is built for "
+                                 f"amd64 only; set {remedy}")
 
 
 def _check_pool_software(cloud: str, gpu_software: str, pools: list[NodePoolConfig]) -> None:

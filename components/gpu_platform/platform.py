@@ -70,6 +70,12 @@ class GpuPlatform(pulumi.ComponentResource):
         found += [scheduling.workload_priority_classes.get(n) for n in class_names]
         return [r for r in found if r is not None]
 
+    def _dra_driver(self, pool) -> list:
+        """The DRA driver's release where a workload on ``pool`` claims through it: its chart brings the ComputeDomain
+        CRD and the DeviceClasses the workload's claims name."""
+        release = getattr(self.layers.get("nvidia"), "dra_release", None)
+        return [release] if pool.dra and release is not None else []
+
     def _build_kubernetes_layers(self, name: str) -> None:
         """Each layer takes the pools as `GpuPoolSpec`s and the cluster's Kubernetes provider."""
         config = self.config
@@ -227,7 +233,7 @@ class GpuPlatform(pulumi.ComponentResource):
             }, opts=self._k8s_opts(depends_on=[
                 *kueue_ready, *self._priority_objects(workload_class_name(MEDIUM, train_pool, per_gpu),
                                                       workload_class_name(HIGH, train_pool, per_gpu)),
-                self.layers["tenancy"][team.name]]))
+                self.layers["tenancy"][team.name], *self._dra_driver(train_pool)]))
         # [layer: tpu example]
         # The reference training workload of a TPU slice: a JobSet on the first training-role TPU pool, in the first
         # team with a google.com/tpu quota, through Kueue (after JobSet's release, Kueue and the team's namespace).
@@ -252,8 +258,9 @@ class GpuPlatform(pulumi.ComponentResource):
             from .kube.workloads import InferenceService, inference_args
 
             monitoring = self.layers.get("monitoring")
-            # The inference-critical PriorityClass first; with monitoring, the ServiceMonitor CRD and KEDA.
-            after = self._priority_objects(INFERENCE_CRITICAL.name)
+            # The inference-critical PriorityClass first (and the DRA driver's DeviceClasses on a DRA pool); with
+            # monitoring, the ServiceMonitor CRD and KEDA.
+            after = [*self._priority_objects(INFERENCE_CRITICAL.name), *self._dra_driver(infer_pool)]
             if monitoring is not None:
                 after.append(monitoring.release)
                 if config.inference.autoscaler == "keda":

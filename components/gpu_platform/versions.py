@@ -236,6 +236,10 @@ NEURON_INFERENCE_IMAGE = pinned("ghcr.io/gpu-platform/sentiment-inference", "0.1
 Inferentia2/Trainium pools."""
 INFERENCE_IMAGES = {"nvidia": INFERENCE_IMAGE, "amd": ROCM_INFERENCE_IMAGE, "aws-neuron": NEURON_INFERENCE_IMAGE}
 """The reference inference app's image per accelerator vendor (`catalog.VENDORS` keys); there is no TPU variant."""
+ARM64_WORKLOAD_IMAGES = frozenset({TRAINING_IMAGE.tagged})
+"""Reference workload images published for arm64 (Grace-Blackwell pools): the NGC PyTorch index has a linux/arm64
+manifest (``image_digests.json``). The inference app's images are built for amd64 only (examples/inference-app), the
+ROCm one too."""
 
 # Images the platform builds itself (Dockerfile at the repository root: the library with its optimizer).
 PLATFORM_IMAGE = pinned("ghcr.io/gpu-platform/gpu-platform", "0.1.0")

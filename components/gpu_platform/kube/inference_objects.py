@@ -7,7 +7,9 @@ Why each choice:
   GPU; on ``time-slicing``/``mps``/``hami`` pools the device plugin advertises each GPU ``replicas`` times, so one
   unit is a shared slice (time-slicing: no memory or fault isolation; MPS: memory limit per client; HAMi: the
   pod also asks ``nvidia.com/gpumem`` and carries the sharing label HAMi's webhook selects); on ``mig`` pools
-  (NVIDIA's ``single`` strategy) one unit is one MIG instance of the pool's profile.
+  (NVIDIA's ``single`` strategy) one unit is one MIG instance of the pool's profile. On DRA pools (no device plugin,
+  no ``nvidia.com/gpu`` on the nodes) the pod claims one device from the ResourceClaimTemplate `gpu_claim_template`
+  (a whole GPU, or a MIG instance of the pool's profile) instead.
 - CPU and memory requests follow the node's share per GPU slot (half of it, bounded), memory limit = request, no
   CPU limit (CFS throttling shows up as tail latency).
 - Placement: nodeSelector = the pool's selector, the pool's tolerations, spread across nodes then zones
@@ -38,7 +40,7 @@ from .. import catalog, labels
 from ..pools import GpuPool
 from ..priorities import INFERENCE_CRITICAL
 from ..versions import INFERENCE_IMAGE, KEDA_API_VERSION, PROMETHEUS_OPERATOR_API_VERSION
-from . import monitoring_policies, namespace_security, pod_security
+from . import dra_objects, monitoring_policies, namespace_security, pod_security
 from .common import metadata
 
 HAMI_MEMORY_RESOURCE = "nvidia.com/gpumem"
@@ -173,10 +175,14 @@ def default_requests(pool: GpuPool) -> tuple[str, str]:
 def resources(spec: InferenceSpec) -> dict[str, Any]:
     cpu, memory = default_requests(spec.pool)
     cpu, memory = spec.cpu_request or cpu, spec.memory_request or memory
-    gpu: dict[str, Any] = {spec.pool.resource: 1}
+    # A DRA pool's nodes advertise no GPU extended resource: the GPU comes from the pod's claim.
+    gpu: dict[str, Any] = {} if spec.pool.dra else {spec.pool.resource: 1}
     if spec.pool.sharing.mode == "hami":
         gpu[HAMI_MEMORY_RESOURCE] = spec.pool.gpu_memory_gib * 1024 // max(1, spec.pool.sharing.replicas)
-    return {"requests": {"cpu": cpu, "memory": memory, **gpu}, "limits": {"memory": memory, **gpu}}
+    amounts: dict[str, Any] = {"requests": {"cpu": cpu, "memory": memory, **gpu}, "limits": {"memory": memory, **gpu}}
+    if spec.pool.dra:
+        amounts["claims"] = dra_objects.container_claims()
+    return amounts
 
 
 def env(spec: InferenceSpec) -> list[dict[str, str]]:
@@ -255,7 +261,7 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
         "securityContext": pod_security.container_security_context(),
         "volumeMounts": mounts,
     }
-    pod_spec = {
+    pod_spec: dict[str, Any] = {
         "serviceAccountName": spec.name,
         "automountServiceAccountToken": False,
         "priorityClassName": spec.priority_class,
@@ -268,6 +274,8 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
         "containers": [container],
         "volumes": volumes,
     }
+    if spec.pool.dra:
+        pod_spec["resourceClaims"] = dra_objects.pod_resource_claims(gpu_claim_template_name(spec))
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": metadata(spec.name, spec.namespace, selector_labels(spec)),
@@ -280,6 +288,18 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
             "template": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
         },
     }
+
+
+def gpu_claim_template_name(spec: InferenceSpec) -> str:
+    return f"{spec.name}-gpu"
+
+
+def gpu_claim_template(spec: InferenceSpec) -> Optional[dict[str, Any]]:
+    """One GPU (or MIG instance) per replica on a DRA pool: each pod gets its own claim. None on other pools."""
+    if not spec.pool.dra:
+        return None
+    return dra_objects.gpu_claim_template(gpu_claim_template_name(spec), spec.namespace, spec.pool, 1,
+                                          selector_labels(spec))
 
 
 def service(spec: InferenceSpec) -> dict[str, Any]:

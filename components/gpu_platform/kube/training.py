@@ -1,4 +1,6 @@
-"""`TrainingWorkload`: the reference Kueue-managed distributed training job, its retraining CronJob and checkpoints."""
+"""`TrainingWorkload`: the reference Kueue-managed distributed training job, its retraining CronJob and checkpoints;
+on DRA pools the ResourceClaimTemplate of the ranks' GPUs and, where NVLink spans nodes, a ComputeDomain per
+workload (`training_objects` says why)."""
 
 from typing import Optional, TypedDict
 
@@ -13,6 +15,7 @@ from ..pools import GpuPool, GpuPoolSpec
 from ..priorities import HIGH, MEDIUM
 from . import kueue_objects, training_objects
 from .common import DNS_SUBDOMAIN, child_opts
+from .custom_object import KubernetesObject
 
 
 class TrainingWorkloadArgs(TypedDict, total=False):
@@ -84,9 +87,16 @@ def checked_args(name: str, args: TrainingWorkloadArgs) -> dict:
     return checked
 
 
+def _only(resource: Optional[pulumi.Resource]) -> list[pulumi.Resource]:
+    return [resource] if resource is not None else []
+
+
 class TrainingWorkload(pulumi.ComponentResource):
     """An indexed, gang-admitted PyTorch DDP Job on a GPU pool (with RDMA NICs on RDMA pools), a CronJob that
-    retrains on a schedule at high priority, and a checkpoint volume that outlives ``pulumi destroy``."""
+    retrains on a schedule at high priority, and a checkpoint volume that outlives ``pulumi destroy``.
+
+    Attributes beyond the outputs: ``script``, ``service``, ``gpu_claim_template`` (DRA pools, else None) and
+    ``compute_domains`` (the Job's and the retraining's, on multi-node NVLink DRA pools; else empty)."""
 
     job: k8s.batch.v1.Job
     cron_job: k8s.batch.v1.CronJob
@@ -119,14 +129,28 @@ class TrainingWorkload(pulumi.ComponentResource):
         svc = training_objects.service(plan)
         self.service = k8s.core.v1.Service(
             f"{name}-ranks", metadata=svc["metadata"], spec=svc["spec"], opts=child_opts(self, opts))
-        needs = [self.script, self.checkpoint_claim, self.service]
+        needs: list[pulumi.Resource] = [self.script, self.checkpoint_claim, self.service]
+        # DRA: the pods name these templates; a pod created before its template exists gets no claim until it does.
+        self.gpu_claim_template: Optional[KubernetesObject] = None
+        gpu_claims = training_objects.gpu_claim_template(plan)
+        if gpu_claims is not None:
+            self.gpu_claim_template = KubernetesObject(f"{name}-gpu-claims", gpu_claims, opts=child_opts(self, opts))
+            needs.append(self.gpu_claim_template)
+        domains: dict[str, KubernetesObject] = {}
+        for workload, suffix in ((training_objects.NAME, "job"), (training_objects.RETRAIN_NAME, "retrain")):
+            domain = training_objects.compute_domain(plan, workload)
+            if domain is not None:
+                domains[workload] = KubernetesObject(f"{name}-{suffix}-compute-domain", domain,
+                                                     opts=child_opts(self, opts))
+        self.compute_domains = list(domains.values())
         job = training_objects.job(plan)
         self.job = k8s.batch.v1.Job(
-            f"{name}-job", metadata=job["metadata"], spec=job["spec"], opts=child_opts(self, opts, depends_on=needs))
+            f"{name}-job", metadata=job["metadata"], spec=job["spec"],
+            opts=child_opts(self, opts, depends_on=[*needs, *_only(domains.get(training_objects.NAME))]))
         cron = training_objects.cron_job(plan)
         self.cron_job = k8s.batch.v1.CronJob(
             f"{name}-retrain", metadata=cron["metadata"], spec=cron["spec"],
-            opts=child_opts(self, opts, depends_on=needs))
+            opts=child_opts(self, opts, depends_on=[*needs, *_only(domains.get(training_objects.RETRAIN_NAME))]))
         self.nodes, self.gpus_per_pod = plan.nodes, plan.gpus_per_pod
         self.register_outputs({"job_name": training_objects.NAME, "cron_job_name": training_objects.RETRAIN_NAME,
                                "nodes": plan.nodes, "gpus_per_pod": plan.gpus_per_pod})

@@ -7,14 +7,21 @@ an Indexed Job is host ``<job>-<i>`` under the headless Service (``subdomain``),
 at ``<job>-0.<service>`` and ``torchrun`` uses the completion index as node rank. Checkpoints go to a shared
 volume under the job's own name, so a Job that Kueue preempts and re-admits resumes where it stopped, and each
 scheduled retraining run starts fresh.
+
+On a DRA pool (`GpuPool.dra`) the nodes advertise no ``nvidia.com/gpu``: every rank claims its GPUs from the
+ResourceClaimTemplate `GPU_CLAIM_TEMPLATE` instead (Kueue counts the claim as ``nvidia.com/gpu``, so the queue and
+gang admission are unchanged). Where the pool's NVLink domain spans nodes (GB200/GB300 NVL72 racks) each workload,
+the Job and the retraining runs, also has its own ComputeDomain and every rank claims that domain's IMEX channel.
+Kueue's topology-aware scheduling ignores DRA devices, so the scheduler keeps one run's ranks inside one NVLink
+clique itself: a required pod affinity among the run's pods on ``nvidia.com/gpu.clique``.
 """
 
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import labels
+from .. import catalog, labels
 from ..pools import GpuPool
-from . import pod_security, training_script
+from . import dra_objects, pod_security, training_script
 from .common import metadata
 
 NAME = "reference-training"
@@ -22,6 +29,8 @@ RETRAIN_NAME = "reference-retraining"
 SERVICE_NAME = NAME
 SCRIPT_CONFIG_MAP = f"{NAME}-script"
 CHECKPOINT_CLAIM = f"{NAME}-checkpoints"
+GPU_CLAIM_TEMPLATE = f"{NAME}-gpus"
+"""ResourceClaimTemplate of one rank's GPUs on DRA pools (each pod gets its own claim from it)."""
 RENDEZVOUS_PORT = 29500
 MAX_NODES = 2
 """Nodes (pods) of the reference job: two shows multi-node training without claiming a whole pool."""
@@ -64,7 +73,27 @@ def size(pool: GpuPool, gpu_quota: int) -> Optional[tuple[int, int]]:
         return None
     per_node = pool.gpus_per_node if pool.sharing.mode == "exclusive" else 1
     gpus_per_pod = min(per_node, gpu_quota)
-    return max(1, min(MAX_NODES, pool.max_nodes, gpu_quota // gpus_per_pod)), gpus_per_pod
+    nodes = min(MAX_NODES, pool.max_nodes, gpu_quota // gpus_per_pod)
+    if spans_nvlink_domain(pool):
+        # The ranks must share one NVLink clique (`clique_affinity`: Kueue's TAS does not place DRA pods, so the
+        # scheduler does): a job wider than one NVLink domain would never schedule.
+        nodes = min(nodes, pool.nvlink_domain_nodes)
+    return max(1, nodes), gpus_per_pod
+
+
+def spans_nvlink_domain(pool: GpuPool) -> bool:
+    """The ranks talk over multi-node NVLink: a DRA pool whose NVLink domain spans nodes (ComputeDomain)."""
+    return pool.dra and pool.multi_node_nvlink
+
+
+def compute_domain_name(workload: str) -> str:
+    """The ComputeDomain of one workload (`NAME` or `RETRAIN_NAME`)."""
+    return f"{workload}-domain"
+
+
+def imex_channel_template(workload: str) -> str:
+    """The ResourceClaimTemplate of a workload's IMEX channel, created by the DRA driver for its ComputeDomain."""
+    return f"{workload}-imex-channel"
 
 
 def rdma_resources(pool: GpuPool) -> dict[str, int]:
@@ -74,13 +103,68 @@ def rdma_resources(pool: GpuPool) -> dict[str, int]:
 
 
 def _resources(plan: TrainingPlan) -> dict:
+    # A DRA pool's nodes advertise no GPU extended resource: the GPUs come from the pod's claims.
+    gpus = {} if plan.pool.dra else {plan.pool.resource: str(plan.gpus_per_pod)}
     amounts = {
         "cpu": str(CPU_PER_GPU * plan.gpus_per_pod),
         "memory": f"{MEMORY_GIB_PER_GPU * plan.gpus_per_pod}Gi",
-        plan.pool.resource: str(plan.gpus_per_pod),
+        **gpus,
         **{k: str(v) for k, v in rdma_resources(plan.pool).items()},
     }
-    return {"requests": dict(amounts), "limits": dict(amounts)}
+    resources: dict = {"requests": dict(amounts), "limits": dict(amounts)}
+    if plan.pool.dra:
+        resources["claims"] = dra_objects.container_claims(with_channel=spans_nvlink_domain(plan.pool))
+    return resources
+
+
+def _pod_labels(plan: TrainingPlan) -> dict:
+    return {labels.APP_NAME_LABEL: NAME, labels.TEAM_LABEL: plan.namespace}
+
+
+def node_selector(pool: GpuPool) -> dict:
+    """The pool's selector, plus the CPU architecture on arm64 pools (the NVIDIA image is a multi-arch index)."""
+    selector = dict(pool.selector)
+    if pool.architecture == catalog.ARM64:
+        selector[labels.ARCH_LABEL] = catalog.ARM64
+    return selector
+
+
+def clique_affinity(plan: TrainingPlan) -> dict:
+    """Nodes of a multi-node NVLink domain only, and every rank of one run in the same clique.
+
+    The term selects the run's own pods: ``matchLabelKeys`` adds the pod's Job name (each retraining run is a new
+    Job), so two runs never pull each other into a clique. The first rank matches its own term, so it may start in
+    any clique; the others follow it.
+    """
+    in_a_clique = {"key": labels.NVLINK_CLIQUE_LABEL, "operator": "Exists"}
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [in_a_clique]}]}},
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": _pod_labels(plan)},
+            "matchLabelKeys": [labels.JOB_NAME_LABEL],
+            "topologyKey": labels.NVLINK_CLIQUE_LABEL,
+        }]},
+    }
+
+
+def gpu_claim_template(plan: TrainingPlan) -> Optional[dict]:
+    """One rank's GPUs on a DRA pool (every GPU of its node, or one MIG instance); None on device-plugin pools."""
+    if not plan.pool.dra:
+        return None
+    return dra_objects.gpu_claim_template(GPU_CLAIM_TEMPLATE, plan.namespace, plan.pool, plan.gpus_per_pod,
+                                          {labels.APP_NAME_LABEL: NAME})
+
+
+def compute_domain(plan: TrainingPlan, workload: str) -> Optional[dict]:
+    """The ComputeDomain of one workload (the Job, or the retraining runs: one run at a time) on a multi-node
+    NVLink pool; None elsewhere. Pulumi must not wait for it: it is NotReady until the workload's pods run."""
+    if not spans_nvlink_domain(plan.pool):
+        return None
+    body = dra_objects.compute_domain(compute_domain_name(workload), plan.namespace, imex_channel_template(workload),
+                                      {labels.APP_NAME_LABEL: NAME})
+    body["metadata"]["annotations"] = dict(SKIP_AWAIT)
+    return body
 
 
 def _job_labels(plan: TrainingPlan, priority_class: str) -> dict:
@@ -91,8 +175,9 @@ def _job_labels(plan: TrainingPlan, priority_class: str) -> dict:
     return job_labels
 
 
-def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
-    """The pod of every rank: the pool's selector and tolerations, GPUs (+ RDMA NICs), torchrun."""
+def pod_template(plan: TrainingPlan, priority_class: str, workload: str = NAME) -> dict:
+    """The pod of every rank of ``workload``: the pool's selector and tolerations, GPUs (+ RDMA NICs), torchrun;
+    on DRA pools the GPUs (and IMEX channel) as claims."""
     pool = plan.pool
     annotations = dict(pool.rdma_pod_annotations)
     if plan.topology_level:
@@ -116,17 +201,24 @@ def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
         f"/scripts/{training_script.FILE_NAME}",
     ]
     tmp_volume, tmp_mount = pod_security.writable_dir("tmp", pod_security.TMP_PATH, TMP_SIZE)
-    template_metadata: dict = {"labels": {labels.APP_NAME_LABEL: NAME, labels.TEAM_LABEL: plan.namespace}}
+    template_metadata: dict = {"labels": _pod_labels(plan)}
     if annotations:
         template_metadata["annotations"] = annotations
+    placement: dict = {}
+    if spans_nvlink_domain(pool):
+        placement["affinity"] = clique_affinity(plan)
+    if pool.dra:
+        channel = imex_channel_template(workload) if spans_nvlink_domain(pool) else None
+        placement["resourceClaims"] = dra_objects.pod_resource_claims(GPU_CLAIM_TEMPLATE, channel)
     return {
         "metadata": template_metadata,
         "spec": {
             "restartPolicy": "Never",
             "subdomain": SERVICE_NAME,
             "priorityClassName": priority_class,
-            "nodeSelector": dict(pool.selector),
+            "nodeSelector": node_selector(pool),
             "tolerations": pool.tolerations,
+            **placement,
             # The ranks never call the Kubernetes API (the rendezvous is torchrun's own TCP store).
             "automountServiceAccountToken": False,
             # Pod Security "restricted"-compliant, so the job runs under any team namespace level. RDMA pools add
@@ -159,7 +251,7 @@ def pod_template(plan: TrainingPlan, priority_class: str) -> dict:
     }
 
 
-def job_spec(plan: TrainingPlan, priority_class: str) -> dict:
+def job_spec(plan: TrainingPlan, priority_class: str, workload: str = NAME) -> dict:
     """Indexed and gang-sized: every rank is one completion, all run at once; suspended for Kueue to admit."""
     return {
         "suspend": plan.local_queue is not None,
@@ -167,7 +259,7 @@ def job_spec(plan: TrainingPlan, priority_class: str) -> dict:
         "completions": plan.nodes,
         "parallelism": plan.nodes,
         "backoffLimit": 3,
-        "template": pod_template(plan, priority_class),
+        "template": pod_template(plan, priority_class, workload),
     }
 
 
@@ -176,7 +268,7 @@ def job(plan: TrainingPlan) -> dict:
     return {
         "metadata": metadata(NAME, plan.namespace, extra_labels=_job_labels(plan, plan.job_priority_class),
                              annotations=dict(SKIP_AWAIT)),
-        "spec": job_spec(plan, plan.job_priority_class),
+        "spec": job_spec(plan, plan.job_priority_class, NAME),
     }
 
 
@@ -192,7 +284,7 @@ def cron_job(plan: TrainingPlan) -> dict:
             "failedJobsHistoryLimit": 2,
             "jobTemplate": {
                 "metadata": {"labels": _job_labels(plan, plan.retrain_priority_class)},
-                "spec": job_spec(plan, plan.retrain_priority_class),
+                "spec": job_spec(plan, plan.retrain_priority_class, RETRAIN_NAME),
             },
         },
     }

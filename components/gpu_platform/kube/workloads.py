@@ -2,9 +2,9 @@
 
 What it deploys (bodies decided in `inference_objects`, whose docstring gives the reasons):
 Namespace (Pod Security ``restricted``), ServiceAccount without a token, Deployment on the pool (one
-``nvidia.com/gpu``: a whole GPU, a MIG instance or a time-sliced/MPS/HAMi slice depending on the pool),
-ClusterIP Service, PodDisruptionBudget, NetworkPolicy, the autoscaler, and optionally an Ingress
-(ingress-nginx), a model-cache PersistentVolumeClaim and a ServiceMonitor.
+``nvidia.com/gpu``: a whole GPU, a MIG instance or a time-sliced/MPS/HAMi slice depending on the pool; on DRA pools
+one device claimed through a ResourceClaimTemplate instead), ClusterIP Service, PodDisruptionBudget, NetworkPolicy,
+the autoscaler, and optionally an Ingress (ingress-nginx), a model-cache PersistentVolumeClaim and a ServiceMonitor.
 
 Autoscaling: KEDA (`keda.KedaOperator`), not prometheus-adapter + HPA, because the ScaledObject carries its own
 PromQL for this Service (no cluster-wide adapter rules to keep in step), several triggers with a fallback, and
@@ -42,6 +42,7 @@ from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from . import inference_objects as objects
 from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless
+from .custom_object import KubernetesObject
 
 
 class InferenceServiceArgs(TypedDict, total=False):
@@ -225,8 +226,9 @@ class InferenceService(pulumi.ComponentResource):
     """The sentiment-analysis service on a GPU pool, autoscaled on its queue depth (see the module docstring).
 
     Attributes: ``spec`` (the decided `InferenceSpec`), ``deployment``, ``service``, ``autoscaler`` (ScaledObject,
-    HPA or None), ``service_monitor``, ``ingress``, ``model_cache`` (or None), ``namespace``, ``url`` (in-cluster
-    base URL), ``gpu_share`` (what one ``nvidia.com/gpu`` is on the pool, in words).
+    HPA or None), ``service_monitor``, ``ingress``, ``model_cache`` (or None), ``gpu_claim_template`` (DRA pools, else
+    None), ``namespace``, ``url`` (in-cluster base URL), ``gpu_share`` (what one ``nvidia.com/gpu`` is on the pool, in
+    words).
     """
 
     namespace: str
@@ -253,6 +255,11 @@ class InferenceService(pulumi.ComponentResource):
             self.model_cache = _register(k8s.core.v1.PersistentVolumeClaim, f"{name}-model-cache",
                                          objects.model_cache_claim(spec), in_ns)
             before_pods.append(self.model_cache)
+        self.gpu_claim_template = None
+        gpu_claims = objects.gpu_claim_template(spec)
+        if gpu_claims is not None:
+            self.gpu_claim_template = KubernetesObject(f"{name}-gpu-claims", gpu_claims, in_ns)
+            before_pods.append(self.gpu_claim_template)
         # The autoscaler owns the replica count after creation; a later `pulumi up` must not reset it.
         scaled = spec.autoscaler != "none"
         self.deployment = _register(
