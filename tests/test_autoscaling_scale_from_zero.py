@@ -66,6 +66,14 @@ def tolerates(tolerations, taint):
 def assert_asks_for_devices_and_tolerates(pod, pool):
     for taint in pool.taints:
         assert tolerates(pod["tolerations"], taint), (pool.name, taint)
+    if pool.dra:
+        # A DRA pool's GPUs come from the pod's claims; no container asks for an extended resource of any vendor
+        # (the rack's nodes advertise none). Its pools have a fixed size: nothing to scale from zero.
+        assert pod["resourceClaims"] and pool.min_nodes == pool.max_nodes
+        [container] = [c for c in pod["containers"] if c["resources"].get("claims")]
+        vendors = {r for v in catalog.VENDORS.values() for r in v.resources}
+        assert not vendors & {*container["resources"].get("limits", {}), *container["resources"].get("requests", {})}
+        return
     [container] = [c for c in pod["containers"] if pool.resource in c["resources"].get("limits", {})]
     limits, requests = container["resources"]["limits"], container["resources"].get("requests", {})
     devices = int(limits[pool.resource])  # whole devices only
@@ -78,7 +86,8 @@ def assert_asks_for_devices_and_tolerates(pod, pool):
 
 
 def assert_schedulable_only_on(pod, pool):
-    assert pod["nodeSelector"] == pool.selector
+    arch = {"kubernetes.io/arch": "arm64"} if pool.architecture == "arm64" else {}
+    assert pod["nodeSelector"] == {**pool.selector, **arch}
     assert_asks_for_devices_and_tolerates(pod, pool)
 
 

@@ -130,7 +130,8 @@ CLUSTER_MISUSE = [
      "EksCluster dev: gpu_pools[0].disk_size_gib: must be >= 50, got 20"),
     ("unknown ami", cluster_args(gpu_pools=[{**pool_args("aws", L4), "ami_type": "AL2_x86_64_GPU"}]),
      "EksCluster dev: gpu_pools[0].ami_type: 'AL2_x86_64_GPU' is not one of AL2023_x86_64_NVIDIA, "
-     "BOTTLEROCKET_x86_64_NVIDIA, AL2023_x86_64_NEURON; did you mean 'AL2023_x86_64_NEURON'?"),
+     "BOTTLEROCKET_x86_64_NVIDIA, AL2023_ARM_64_NVIDIA, AL2023_x86_64_NEURON; did you mean "
+     "'AL2023_x86_64_NEURON'?"),
     ("capacity block without reservation", cluster_args(gpu_pools=[{**pool_args("aws", L4), "capacity_block": True}]),
      "EksCluster dev: gpu_pools[0].capacity_block: a Capacity Block needs capacity_reservation_id (the cr-... id of "
      "the purchased block)"),

@@ -171,7 +171,8 @@ def test_dra_pool_defaults_to_a_fixed_size_and_the_operator():
 
 def test_rack_shapes_default_to_dra_and_arm64_and_refuse_the_device_plugin():
     parsed = config.parse_config({"cloud": "gcp", "region": "us-central1", "nodePools": [
-        {"name": "rack", "instanceType": "a4x-highgpu-4g", "maxNodes": 18, "role": "training"},
+        {"name": "rack", "instanceType": "a4x-highgpu-4g", "maxNodes": 18, "role": "training",
+         "reservations": ["a4x-reservation"], "zones": ["us-central1-a"]},
         {"name": "infer", "instanceType": "g2-standard-8", "role": "inference"}]}, "s")
     rack_pool = parsed.gpu_pools()[0]
     assert (rack_pool.gpu_allocation, rack_pool.architecture, rack_pool.nvlink_domain_gpus, rack_pool.min_nodes,
@@ -206,3 +207,22 @@ def test_reference_workloads_on_arm64_pools_need_arm64_images():
         "s: training.enabled: pool 'mi' has arm64 nodes and the reference image "
         "docker.io/rocm/pytorch:rocm7.14_ubuntu24.04_py3.12_pytorch_release_2.11.0 is built for amd64 only; set "
         "training.enabled: false")
+
+
+def test_names_derived_from_the_longest_pool_name_stay_within_the_apis_limits():
+    """Pool names are DNS labels (<= 63); the claim templates named after them are DNS subdomains (<= 253) and the pod
+    claim and request names are the platform's own short constants, so every DRA object the platform derives from a
+    pool stays valid. The schema check below is Kubernetes' own."""
+    from gpu_platform import schemas
+    from gpu_platform.kube import dra_objects
+
+    longest = "p" * 63
+    pool = GpuPool(longest, "existing", "", "h100", 8, 80, 2, 2, gpu_allocation="dra")
+    templates = dra_objects.pool_claim_templates(pool, "research")
+    assert [t["metadata"]["name"] for t in templates] == [f"{longest}-gpu", f"{longest}-node"]
+    for body in templates:
+        schemas.validate_manifest(body, "1.34")
+    with pytest.raises(ConfigError) as err:
+        config.parse_config({"cloud": "existing", "networkPolicyEnforced": True, "nodePools": [
+            {"name": "p" * 64, "gpuModel": "h100", "gpusPerNode": 8, "gpuAllocation": "dra"}]}, "s")
+    assert str(err.value).startswith("s: nodePools[0].name: '" + "p" * 64 + "' is not a DNS label")

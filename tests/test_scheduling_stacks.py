@@ -81,7 +81,9 @@ def test_queue_and_quota_per_team(stack):
         if not config.scheduling.kueue:
             continue
         [group] = queues[team.name]["spec"]["resourceGroups"]
-        assert group["coveredResources"] == ["cpu", "memory", *accelerator_resources]
+        # Racks' pods claim an IMEX channel each, which Kueue counts as its own resource (after the accelerators).
+        channels = ["nvidia.com/imex-channel"] if any(p.dra and p.multi_node_nvlink for p in config.gpu_pools()) else []
+        assert group["coveredResources"] == ["cpu", "memory", *accelerator_resources, *channels]
         for resource in accelerator_resources:
             nominal = [{r["name"]: r["nominalQuota"] for r in f["resources"]}[resource] for f in group["flavors"]]
             assert sum(nominal) == team.quota_of(resource), resource
@@ -124,14 +126,24 @@ def test_reference_training_job(stack):
     assert job["metadata"]["namespace"] == team.name
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
-    assert spec["template"]["spec"]["nodeSelector"] == {labels.POOL_LABEL: pool.name}
+    arch = {labels.ARCH_LABEL: "arm64"} if pool.architecture == "arm64" else {}
+    assert spec["template"]["spec"]["nodeSelector"] == {labels.POOL_LABEL: pool.name, **arch}
     [container] = spec["template"]["spec"]["containers"]
     assert container["image"] == {"nvidia": versions.TRAINING_IMAGE, "amd": versions.ROCM_TRAINING_IMAGE}[
         pool.vendor].reference
     limits, requests = container["resources"]["limits"], container["resources"]["requests"]
-    assert requests[pool.resource] == limits[pool.resource]
-    assert int(limits[pool.resource]) * spec["parallelism"] <= team.quota_of(pool.resource)
-    assert not ({"nvidia.com/gpu", "amd.com/gpu"} - {pool.resource}) & {*limits, *requests}
+    if pool.dra:
+        # GPUs come from the job's claim template (one claim per pod), never from the device plugin's resource.
+        assert not {"nvidia.com/gpu", "amd.com/gpu"} & {*limits, *requests}
+        template = objects(stack, "ResourceClaimTemplate", team.name)["reference-training-gpus"]
+        [request] = template["spec"]["spec"]["devices"]["requests"]
+        assert request["exactly"]["count"] * spec["parallelism"] <= team.quota_of(pool.resource)
+        assert {c["name"] for c in container["resources"]["claims"]} == (
+            {"gpus", "imex-channel"} if pool.multi_node_nvlink else {"gpus"})
+    else:
+        assert requests[pool.resource] == limits[pool.resource]
+        assert int(limits[pool.resource]) * spec["parallelism"] <= team.quota_of(pool.resource)
+        assert not ({"nvidia.com/gpu", "amd.com/gpu"} - {pool.resource}) & {*limits, *requests}
     if pool.rdma_resource:
         assert limits[pool.rdma_resource] == str(pool.rdma_interfaces)
     if config.scheduling.kueue:

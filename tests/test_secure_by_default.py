@@ -75,6 +75,8 @@ def test_each_stack_expects_the_namespaces_its_configuration_makes():
         "azure-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager"},
         "oci-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager"},
         "gcp-tpu": {"monitoring", "jobset-system"},
+        # Racks: DRA pools add no namespace (the DRA driver runs in the NVIDIA stack's own).
+        "aws-gb200": nvidia, "azure-gb200": nvidia, "gcp-a4x": nvidia, "oci-gb200": nvidia,
     }
 
 

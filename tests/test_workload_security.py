@@ -98,6 +98,11 @@ EXPECTED_PODS = {
     "oci-mi300x": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
     # TPU: inference off, the JobSet example instead of the reference job.
     "gcp-tpu": TPU_EXAMPLE_PODS,
+    # Racks: the training job on the DRA rack pool (claims, ComputeDomain), the app on the H100 device-plugin pool.
+    "aws-gb200": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "azure-gb200": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "gcp-a4x": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "oci-gb200": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
 }
 """What `platform_pods` must derive for each reference stack (checks the derivation itself)."""
 

@@ -119,6 +119,8 @@ class GpuPlatform(pulumi.ComponentResource):
                 "gpu_software": config.gpu_software,
                 "pools": nvidia_specs,
                 "kubernetes_version": config.kubernetes_version,
+                # GKE stacks with arm64 (A4X) pools run COS with Google's driver installer (the GKE layer's output).
+                **({"driver_preinstalled": True} if self.cluster.outputs.get("driver_preinstalled") else {}),
                 "monitoring": monitoring is not None,
                 "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
@@ -132,6 +134,8 @@ class GpuPlatform(pulumi.ComponentResource):
             self.layers["neuron"] = NeuronStack(f"{name}-neuron", {
                 "pools": neuron_specs,
                 "kubernetes_version": config.kubernetes_version,
+                # GKE stacks with arm64 (A4X) pools run COS with Google's driver installer (the GKE layer's output).
+                **({"driver_preinstalled": True} if self.cluster.outputs.get("driver_preinstalled") else {}),
                 "monitoring": monitoring is not None,
                 **({"service_monitor_labels": dict(monitoring.service_monitor_labels),
                     "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),

@@ -32,7 +32,8 @@ NODE_POOL_RESOURCE = {
     "existing": "node patches (labels, taints) on nodes that already run",
 }
 NODE_IMAGE_DRIVER = {
-    "aws": "EKS NVIDIA AMI (" + ", ".join(f"`{t}`" for t in aws_options.GPU_AMI_TYPES) + ")",
+    "aws": "EKS NVIDIA AMI (" + ", ".join(f"`{t}`" for t in aws_options.GPU_AMI_TYPES) + "; arm64: "
+           + ", ".join(f"`{t}`" for t in aws_options.ARM_GPU_AMI_TYPES) + ")",
     "azure": "AKS (`gpuProfile.driver: Install`)",
     "gcp": "GKE (`gpu_driver_version: DEFAULT`/`LATEST`, COS image)",
     "oci": "OKE GPU image",
@@ -223,22 +224,30 @@ def rdma() -> str:
             "resource and the NCCL settings from the platform.\n\n" + "\n".join(rows) + "\n")
 
 
+SOLD = {"": "on demand", "capacity-block": "EC2 Capacity Blocks only", "reservation": "reservations only"}
+"""How `catalog.MachineShape.capacity` reads in the table."""
+
+
 def shape_tables() -> str:
     parts = ["## GPU shapes\n"]
     for cloud in CLOUDS[:-1]:
-        rows = ["| shape | GPU | GPUs | GPU memory (GiB) | vCPUs | memory (GiB) | MIG profiles | RDMA (NICs) |",
-                "|---|---|---|---|---|---|---|---|"]
+        rows = ["| shape | GPU | GPUs | GPU memory (GiB) | vCPUs | memory (GiB) | MIG profiles | RDMA (NICs) | CPU | "
+                "NVLink domain | sold |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for s in shapes(cloud):
             gpu = s.gpu
             if gpu is None:
                 attach = ", ".join(f"`{a}` x{'/'.join(map(str, catalog.GCP_ATTACHABLE[a][1]))}"
                                    for a in s.attachable_accelerators)
-                rows.append(f"| `{s.name}` | attached: {attach} | | | {s.vcpus} | {s.memory_gib} | | |")
+                rows.append(f"| `{s.name}` | attached: {attach} | | | {s.vcpus} | {s.memory_gib} | | | "
+                            f"{s.architecture} | node | on demand |")
                 continue
             mig = ", ".join(gpu.mig_profiles) if gpu.mig_profiles else "none"
             fabric = f"{s.rdma_fabric} ({s.rdma_interfaces})" if s.rdma_fabric else "none"
+            domain = f"{s.nvlink_domain_gpus} GPUs (DRA only)" if s.multi_node_nvlink else "node"
             rows.append(f"| `{s.name}` | {gpu.display_name} | {s.gpu_count} | {gpu.memory_gib} | {s.vcpus} | "
-                        f"{s.memory_gib} | {mig} | {fabric} |")
+                        f"{s.memory_gib} | {mig} | {fabric} | {s.architecture} | {domain} | "
+                        f"{SOLD.get(s.capacity, s.capacity)} |")
         parts.append(f"### {catalog.CLOUD_NAMES[cloud]}\n\n" + "\n".join(rows) + "\n")
     models = ", ".join(f"`{k}` ({m.display_name})" for k, m in catalog.GPU_MODELS.items())
     parts.append(f"### Existing clusters\n\nAny node: give `gpuModel` (one of {models}) and `gpusPerNode`.\n")

@@ -78,12 +78,14 @@ class EksGpuNodePoolArgs(TypedDict, total=False):
     """EKS cluster security group; EFA interfaces carry it explicitly because EKS adds none once a launch
     template names interfaces (set by `EksCluster` for its own pools)."""
     ami_type: str
-    """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_x86_64_NEURON``
-    (default and only choice) on Neuron pools."""
+    """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_ARM_64_NVIDIA`` (default
+    and only choice) on arm64 shapes (``pool.architecture``, p6e-gb200); ``AL2023_x86_64_NEURON`` (default and only
+    choice) on Neuron pools. An AMI of the other CPU architecture is refused."""
     capacity_reservation_id: Optional[str]
     """On-Demand Capacity Reservation or Capacity Block (``cr-...``) targeted by the launch template."""
     capacity_block: bool
-    """The reservation is a Capacity Block for ML: capacity type ``CAPACITY_BLOCK``, market ``capacity-block``."""
+    """The reservation is a Capacity Block for ML: capacity type ``CAPACITY_BLOCK``, market ``capacity-block``.
+    Required (with ``capacity_reservation_id``) on shapes EC2 sells as Capacity Blocks only (p6e-gb200.36xlarge)."""
     disk_size_gib: int
     """Image volume size in GiB (root on AL2023, data volume on Bottlerocket). Default 200, 500 on 8-GPU shapes."""
     placement_group: bool
@@ -100,11 +102,12 @@ def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
     reservation = args.get("capacity_reservation_id")
     capacity_block = bool(args.get("capacity_block", False))
     placement = bool(args.get("placement_group", bool(pool.rdma_fabric) and reservation is None))
-    ami_type = args.get("ami_type", default_ami_type(pool.vendor))
+    ami_type = args.get("ami_type", default_ami_type(pool.vendor, pool.architecture))
     problem = capacity_problem(spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
                                ami_type=ami_type, reservation=reservation, capacity_block=capacity_block,
                                placement=placement, placement_given="placement_group" in args, spell=lambda k: k,
-                               vendor=pool.vendor)
+                               vendor=pool.vendor, architecture=pool.architecture,
+                               instance_type=pool.instance_type, dra=pool.dra)
     if problem is not None:
         raise ConfigError(problem[0], problem[1], f"pool {pool.name}")
     return AwsPoolOptions(
@@ -120,7 +123,9 @@ class EksGpuNodePool(pulumi.ComponentResource):
     """A GPU pool as an EKS managed node group: NVIDIA AMI, the GPU taint and pool labels, scaling from zero
     (cluster-autoscaler node-template tags on the node group and its Auto Scaling group), on-demand, spot,
     capacity reservations or Capacity Blocks; with EFA, a launch template with ``efa``/``efa-only`` interfaces on
-    every network card, a ``cluster`` placement group and a security group open to itself."""
+    every network card, a ``cluster`` placement group and a security group open to itself. A DRA pool on a
+    multi-node NVLink shape (p6e-gb200 UltraServers: arm64, ``AL2023_ARM_64_NVIDIA``, Capacity Blocks only) gets the
+    shape's EFA layout and user data that turns the AMI's host IMEX service off (NVIDIA's DRA driver runs IMEX)."""
 
     launch_template: aws.ec2.LaunchTemplate
     node_group: aws.eks.NodeGroup

@@ -124,10 +124,11 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str) -> GpuPo
                                              f"max_nodes ({pool.max_nodes}), got {args['desired_nodes']}")
     problem = options.capacity_problem(
         spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
-        ami_type=args.get("ami_type", options.default_ami_type(pool.vendor)),
+        ami_type=args.get("ami_type", options.default_ami_type(pool.vendor, pool.architecture)),
         reservation=args.get("capacity_reservation_id"), capacity_block=bool(args.get("capacity_block", False)),
         placement=bool(args.get("placement_group", False)), placement_given="placement_group" in args,
-        spell=lambda key: key, vendor=pool.vendor)
+        spell=lambda key: key, vendor=pool.vendor, architecture=pool.architecture, instance_type=pool.instance_type,
+        dra=pool.dra)
     if problem is not None:
         checker.fail(f"{path}{problem[0]}", problem[1])
     return pool
@@ -264,12 +265,19 @@ def karpenter_args(name: str, args: Any, schema: type) -> dict[str, Any]:
         capacity = entry.get("capacity_type", options.SPOT if pool.spot else options.ON_DEMAND)
         if (capacity == options.SPOT) != pool.spot:
             checker.fail(f"{path}.capacity_type", f"'{capacity}' disagrees with the pool's spot: {pool.spot}")
+        if pool.dra:
+            # As the stack file's rule (options._check_karpenter): the managed node groups' cluster-autoscaler
+            # path is the one EKS documents for DRA.
+            checker.fail(f"{path}.pool.gpu_allocation",
+                         f"Karpenter {versions.KARPENTER.version} does not provision nodes for DRA ResourceClaims; "
+                         "give the pool to an EksCluster (managed node groups) instead")
         problem = options.capacity_problem(
             spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
-            ami_type=entry.get("ami_type", options.default_ami_type(pool.vendor)),
+            ami_type=entry.get("ami_type", options.default_ami_type(pool.vendor, pool.architecture)),
             reservation=entry.get("capacity_reservation_id"), capacity_block=capacity == options.CAPACITY_BLOCK,
             placement=bool(entry.get("placement_group", False)), placement_given="placement_group" in entry,
-            spell=lambda key: key, vendor=pool.vendor)
+            spell=lambda key: key, vendor=pool.vendor, architecture=pool.architecture,
+            instance_type=pool.instance_type)
         if problem is not None:
             key = "capacity_type" if problem[0] == "capacity_block" else problem[0]
             checker.fail(f"{path}.{key}", problem[1])

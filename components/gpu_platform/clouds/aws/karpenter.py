@@ -191,7 +191,7 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
         pool = GpuPool.from_spec(pool_args["pool"])
         kp = objects.KarpenterPool(
             pool=pool, nodes=int(pool_args.get("nodes", pool.max_nodes)),
-            ami_type=pool_args.get("ami_type", default_ami_type(pool.vendor)),
+            ami_type=pool_args.get("ami_type", default_ami_type(pool.vendor, pool.architecture)),
             capacity_type=pool_args.get("capacity_type", "ON_DEMAND"),
             capacity_reservation_id=pool_args.get("capacity_reservation_id"),
             disk_size_gib=int(pool_args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200)),

@@ -7,8 +7,16 @@ from typing import Any, Optional
 from ... import catalog, labels
 from ...pools import GpuPool
 from .efa import efa_network_interfaces
-from .options import AL2023_NEURON, BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK
+from .options import (
+    AL2023_ARM_NVIDIA,
+    AL2023_NEURON,
+    AL2023_NVIDIA,
+    BOTTLEROCKET_NVIDIA,
+    CAPACITY_BLOCK,
+    MIME_USER_DATA_AMI_TYPES,
+)
 from .security import LAUNCH_TEMPLATE_METADATA_OPTIONS
+from .user_data import launch_template_user_data
 
 CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
 """Cluster autoscaler (AWS provider) reads these ASG tags to build a node from nothing: scale from zero."""
@@ -16,18 +24,19 @@ CA_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
 # Bottlerocket's NVIDIA variants put the OS on /dev/xvda and containers on the data volume /dev/xvdb;
 # AL2023 keeps everything on its root volume.
 AL2023_ROOT_DEVICE = "/dev/xvda"
-IMAGE_VOLUME_DEVICE = {"AL2023_x86_64_NVIDIA": AL2023_ROOT_DEVICE, BOTTLEROCKET_NVIDIA: "/dev/xvdb",
-                       AL2023_NEURON: AL2023_ROOT_DEVICE}
+IMAGE_VOLUME_DEVICE = {AL2023_NVIDIA: AL2023_ROOT_DEVICE, AL2023_ARM_NVIDIA: AL2023_ROOT_DEVICE,
+                       BOTTLEROCKET_NVIDIA: "/dev/xvdb", AL2023_NEURON: AL2023_ROOT_DEVICE}
 SYSTEM_DISK_GIB = 50
 """Root volume of a system node (AL2023 standard AMI, ``/dev/xvda``): images of the platform's controllers."""
 
 
 def node_labels(pool: GpuPool, ami_type: str) -> dict[str, str]:
-    """The node group's Kubernetes labels: the pool's labels, on NVIDIA pools the cluster-autoscaler's GPU label (so
-    it waits for a new node's device plugin instead of adding nodes), plus, on Bottlerocket, the GPU Operator's
-    switch that keeps its device plugin off nodes whose OS already runs one."""
+    """The node group's Kubernetes labels: the pool's labels, on NVIDIA device-plugin pools the cluster-autoscaler's
+    GPU label (so it waits for a new node's device plugin instead of adding nodes), plus, on Bottlerocket, the GPU
+    Operator's switch that keeps its device plugin off nodes whose OS already runs one. A DRA pool's nodes never
+    advertise ``nvidia.com/gpu``: with the label the autoscaler would hold them unready for good."""
     result = dict(pool.labels)
-    if pool.vendor == catalog.NVIDIA:
+    if pool.vendor == catalog.NVIDIA and not pool.dra:
         # The autoscaler's GPU handling waits for nvidia.com/gpu on nodes with this label; no other vendor's node
         # would ever advertise it.
         result[labels.AWS_ACCELERATOR_LABEL] = accelerator_label_value(pool)
@@ -55,10 +64,11 @@ def scaling(pool: GpuPool, desired: Optional[int]) -> dict:
 
 def autoscaler_tags(pool: GpuPool, node_group_labels: dict[str, str]) -> dict[str, str]:
     """Node-template tags: labels, taints (``value:Effect``) and extended resources of a node not yet running (the
-    pool's accelerator resources the catalog can count, and its RDMA NICs)."""
+    pool's accelerator resources the catalog can count, and its RDMA NICs). A DRA pool's GPUs are ResourceSlice
+    devices, not extended resources, so its template names only the RDMA NICs."""
     tags = {f"{CA_TEMPLATE_PREFIX}/label/{key}": value for key, value in node_group_labels.items()}
     tags.update({f"{CA_TEMPLATE_PREFIX}/taint/{t.key}": f"{t.value}:{t.effect}" for t in pool.taints})
-    for resource, count in pool.resources_per_node.items():
+    for resource, count in ({} if pool.dra else pool.resources_per_node).items():
         if count:
             tags[f"{CA_TEMPLATE_PREFIX}/resources/{resource}"] = str(count)
     if pool.rdma_resource:
@@ -75,9 +85,10 @@ def launch_template_data(
 ) -> dict:
     """The launch template of a GPU pool (keyword arguments of ``aws.ec2.LaunchTemplate``).
 
-    No ``image_id`` and no user data: EKS picks the AMI of ``amiType`` and bootstraps it. Labels and taints
-    travel through the node group API. ``security_group_ids`` (cluster SG + EFA SG) and the placement group
-    only apply to EFA pools.
+    No ``image_id``: EKS picks the AMI of ``amiType`` and bootstraps it. Labels and taints travel through the node
+    group API. User data (a MIME part EKS merges with its bootstrap) only where a node must change its host at boot:
+    DRA pools on multi-node NVLink shapes turn the AMI's ``nvidia-imex.service`` off (`user_data`).
+    ``security_group_ids`` (cluster SG + EFA SG) and the placement group only apply to EFA pools.
     """
     data: dict[str, Any] = {
         "block_device_mappings": [{
@@ -92,7 +103,14 @@ def launch_template_data(
         "tag_specifications": [{"resource_type": "instance", "tags": dict(tags or {})}],
     }
     if pool.rdma_fabric:
-        data["network_interfaces"] = efa_network_interfaces(pool.rdma_interfaces, security_group_ids)
+        data["network_interfaces"] = efa_network_interfaces(pool.rdma_interfaces, security_group_ids,
+                                                            pool.instance_type)
+    user_data = launch_template_user_data(pool)
+    if user_data is not None:
+        if options.ami_type not in MIME_USER_DATA_AMI_TYPES:
+            raise ValueError(f"pool {pool.name}: {options.ami_type} takes no MIME user data; the host setup of a "
+                             "DRA multi-node NVLink pool needs an AL2023 AMI type")
+        data["user_data"] = user_data
     if placement_group_name is not None:
         data["placement"] = {"group_name": placement_group_name}
     if options.capacity_reservation_id:

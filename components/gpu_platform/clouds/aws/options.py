@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ... import catalog, control_plane, versions
+from ... import catalog, control_plane, gpu_allocation, versions
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 
@@ -43,14 +43,32 @@ AL2023_NVIDIA = "AL2023_x86_64_NVIDIA"
 BOTTLEROCKET_NVIDIA = "BOTTLEROCKET_x86_64_NVIDIA"
 GPU_AMI_TYPES = (AL2023_NVIDIA, BOTTLEROCKET_NVIDIA)
 """EKS managed-node-group AMI types with the NVIDIA driver for the x86_64 GPU shapes of the catalog."""
+AL2023_ARM_NVIDIA = "AL2023_ARM_64_NVIDIA"
+"""EKS AMI type with the NVIDIA driver for arm64 (Graviton/Grace) GPU shapes: the EKS user guide's "AL2023 ARM NVIDIA"
+accelerated AMI (``ml-eks-optimized-ami``: p6e-gb200, p6e-gb300, g5g), which the "Use P6e-GB200 UltraServers"
+guide recommends; it carries the driver, fabric manager, IMEX driver and EFA driver (EKS API Nodegroup amiType,
+AWS CDK ``NodegroupAmiType.AL2023_ARM_64_NVIDIA``). Bottlerocket's arm64 NVIDIA variant is documented for g5g only."""
+ARM_GPU_AMI_TYPES = (AL2023_ARM_NVIDIA,)
 AL2023_NEURON = "AL2023_x86_64_NEURON"
 """EKS AMI type with the AWS Neuron driver and runtime for Inferentia/Trainium (EKS API Nodegroup amiType; AWS CDK
 ``NodegroupAmiType.AL2023_X86_64_NEURON`` "Amazon Linux 2023 with AWS Neuron drivers (x86-64)")."""
-AMI_TYPES_BY_VENDOR: dict[str, tuple[str, ...]] = {catalog.NVIDIA: GPU_AMI_TYPES, catalog.AWS_NEURON: (AL2023_NEURON,)}
-"""The AMI types a pool may use, by its accelerator vendor (the first is the default): an AMI carries one vendor's
-driver, so a pool on another vendor's AMI would boot without its devices."""
-ACCELERATOR_AMI_TYPES = tuple(t for types in AMI_TYPES_BY_VENDOR.values() for t in types)
+AMI_TYPES_BY_VENDOR: dict[str, dict[str, tuple[str, ...]]] = {
+    catalog.NVIDIA: {catalog.AMD64: GPU_AMI_TYPES, catalog.ARM64: ARM_GPU_AMI_TYPES},
+    catalog.AWS_NEURON: {catalog.AMD64: (AL2023_NEURON,)},
+}
+"""The AMI types a pool may use, by its accelerator vendor and its nodes' CPU architecture (the first is the
+default): an AMI carries one vendor's driver built for one architecture, so a pool on another vendor's AMI would
+boot without its devices, and an instance cannot boot an AMI of the other architecture."""
+AMI_ARCHITECTURES: dict[str, str] = {
+    ami: arch for by_arch in AMI_TYPES_BY_VENDOR.values() for arch, amis in by_arch.items() for ami in amis}
+"""The CPU architecture each accelerator AMI type is built for."""
+ACCELERATOR_AMI_TYPES = tuple(AMI_ARCHITECTURES)
 """Every accelerator AMI type the AWS layer accepts."""
+MIME_USER_DATA_AMI_TYPES = (AL2023_NVIDIA, AL2023_ARM_NVIDIA, AL2023_NEURON)
+"""AMI types whose launch-template user data EKS merges as a MIME multi-part archive (Amazon Linux; Bottlerocket
+takes TOML settings instead): the EKS guide "Customize managed nodes with launch templates", Amazon EC2 user data."""
+SHAPE_CAPACITY_BLOCK = "capacity-block"
+"""`catalog.MachineShape.capacity` of shapes EC2 sells through Capacity Blocks for ML only (p6e-gb200.36xlarge)."""
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 
 ON_DEMAND, SPOT, CAPACITY_BLOCK = "ON_DEMAND", "SPOT", "CAPACITY_BLOCK"
@@ -108,8 +126,8 @@ class AwsPoolOptions:
     """An EKS GPU node group's own settings."""
 
     ami_type: str = AL2023_NVIDIA
-    """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_x86_64_NEURON`` on
-    Neuron pools (`AMI_TYPES_BY_VENDOR`)."""
+    """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_ARM_64_NVIDIA`` (only
+    choice) on arm64 NVIDIA shapes; ``AL2023_x86_64_NEURON`` on Neuron pools (`AMI_TYPES_BY_VENDOR`)."""
     capacity_type: str = ON_DEMAND
     """``ON_DEMAND``, ``SPOT`` or ``CAPACITY_BLOCK`` (derived from ``spot`` and ``capacityBlock``)."""
     capacity_reservation_id: Optional[str] = None
@@ -151,33 +169,68 @@ def _read_cidr(value: Any, path: str, min_prefix: int = 0, max_prefix: int = 32)
     return str(network)
 
 
-def default_ami_type(vendor: str) -> str:
-    """The AMI type of a pool whose ``amiType`` is not given: AL2023 with its vendor's driver."""
-    return AMI_TYPES_BY_VENDOR.get(vendor, GPU_AMI_TYPES)[0]
+def ami_types(vendor: str, architecture: str) -> tuple[str, ...]:
+    """The AMI types a pool of ``vendor``'s accelerators on ``architecture`` nodes may use (default first); empty
+    when EKS publishes none."""
+    return AMI_TYPES_BY_VENDOR.get(vendor, AMI_TYPES_BY_VENDOR[catalog.NVIDIA]).get(architecture, ())
 
 
-def ami_problem(vendor: str, ami_type: str) -> Optional[str]:
-    """Why ``ami_type`` cannot boot a pool of ``vendor``'s accelerators, or None."""
-    allowed = AMI_TYPES_BY_VENDOR.get(vendor, GPU_AMI_TYPES)
+def default_ami_type(vendor: str, architecture: str) -> str:
+    """The AMI type of a pool whose ``amiType`` is not given: AL2023 with its vendor's driver, built for the pool's
+    CPU architecture (``AL2023_ARM_64_NVIDIA`` on Grace-Blackwell). A combination EKS has no AMI for gets the amd64
+    default, which `ami_problem` then refuses with the reason."""
+    return (ami_types(vendor, architecture) or ami_types(vendor, catalog.AMD64))[0]
+
+
+def _arch_name(architecture: str) -> str:
+    return "x86_64 (amd64)" if architecture == catalog.AMD64 else f"{architecture} (aarch64)"
+
+
+def ami_problem(vendor: str, architecture: str, ami_type: str) -> Optional[str]:
+    """Why ``ami_type`` cannot boot a pool of ``vendor``'s accelerators on ``architecture`` nodes, or None."""
+    allowed = ami_types(vendor, architecture)
     if ami_type in allowed:
         return None
     name = catalog.VENDORS[vendor].display_name if vendor in catalog.VENDORS else vendor
+    if not allowed:
+        return f"EKS publishes no {name} AMI for {_arch_name(architecture)} nodes"
+    built_for = AMI_ARCHITECTURES.get(ami_type, architecture)
+    if built_for != architecture:
+        return (f"{ami_type} is an {_arch_name(built_for)} AMI and the pool's nodes are {_arch_name(architecture)}; "
+                f"use {' or '.join(allowed)}")
     return f"{ami_type} has no {name} driver; use {' or '.join(allowed)}"
+
+
+def sold_as(instance_type: str) -> str:
+    """How EC2 sells ``instance_type`` when not on demand (`catalog.MachineShape.capacity`); empty otherwise."""
+    shape = catalog.SHAPES.get(("aws", instance_type))
+    return shape.capacity if shape is not None else ""
 
 
 def capacity_problem(*, spot: bool, rdma: bool, sharing_mode: str, ami_type: str, reservation: Optional[str],
                      capacity_block: bool, placement: bool, placement_given: bool,
-                     spell: Callable[[str], str], vendor: str = catalog.NVIDIA) -> Optional[tuple[str, str]]:
+                     spell: Callable[[str], str], architecture: str, instance_type: str,
+                     vendor: str = catalog.NVIDIA, dra: bool = False) -> Optional[tuple[str, str]]:
     """``(key, problem)`` of the first AWS capacity rule a pool breaks, or None. One rule set for the stack file
     (``spell`` = camelCase) and the components (``spell`` = identity): keys are snake_case, spelled by ``spell``.
-    ``vendor``: the pool's accelerator vendor, whose driver the AMI type must carry."""
-    wrong_ami = ami_problem(vendor, ami_type)
+    ``vendor`` and ``architecture``: the pool's accelerator vendor and CPU architecture, whose driver and
+    instruction set the AMI type must carry; ``instance_type``: its shape (some are sold as Capacity Blocks only);
+    ``dra``: the pool's GPUs are allocated through DRA."""
+    wrong_ami = ami_problem(vendor, architecture, ami_type)
     if wrong_ami is not None:
         return spell("ami_type"), wrong_ami
     if ami_type == BOTTLEROCKET_NVIDIA and sharing_mode != "exclusive":
         # Bottlerocket runs its own NVIDIA device plugin; the platform's sharing configs never reach it.
         return spell("ami_type"), (f"{sharing_mode} sharing needs the platform's device plugin, which Bottlerocket "
                                    f"replaces with its own; use {AL2023_NVIDIA}")
+    if ami_type == BOTTLEROCKET_NVIDIA and dra:
+        # The OS's own plugin ignores the GPU Operator's deploy label, so it would advertise the GPUs DRA allocates.
+        return spell("ami_type"), ("a DRA pool runs no device plugin, and Bottlerocket runs its own NVIDIA device "
+                                   f"plugin; use {AL2023_NVIDIA}")
+    if sold_as(instance_type) == SHAPE_CAPACITY_BLOCK and not capacity_block:
+        return spell("capacity_block"), (f"{instance_type} is sold through EC2 Capacity Blocks for ML only; set "
+                                         f"{spell('capacity_block')}: true and {spell('capacity_reservation_id')} "
+                                         "(the cr-... id of the purchased block)")
     if reservation is not None and not _RESERVATION_ID.match(reservation):
         return spell("capacity_reservation_id"), (f"'{reservation}' is not a capacity reservation id such as "
                                                   "cr-0123456789abcdef0")
@@ -206,17 +259,23 @@ def _camel(key: str) -> str:
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoolOptions:
     """A pool's AWS keys; rules that need the cluster's keys (VPC, zones) live in `parse_cluster_options`."""
     vendor = catalog.vendor_of(pool.gpu_model).key
-    # Another vendor's AMI type is refused by `capacity_problem` with the reason; anything else by the enum.
+    architecture = shape.architecture if shape is not None else catalog.AMD64
+    # Another vendor's or architecture's AMI type is refused by `capacity_problem` with the reason; anything else by
+    # the enum.
     ami_type = raw.get("amiType")
     if ami_type not in ACCELERATOR_AMI_TYPES:
-        allowed = AMI_TYPES_BY_VENDOR.get(vendor, GPU_AMI_TYPES)
+        allowed = ami_types(vendor, architecture) or ami_types(vendor, catalog.AMD64)
         ami_type = read_enum(raw, "amiType", path, allowed, allowed[0])
     reservation = read_str(raw, "capacityReservationId", path, None)
     capacity_block = read_bool(raw, "capacityBlock", path, False)
     placement = read_bool(raw, "placementGroup", path, pool.rdma and reservation is None)
+    # ``gpuAllocation`` is parsed after the cloud keys (config._with_allocation); its default is the hardware's.
+    multi_node = shape is not None and shape.multi_node_nvlink
+    dra = raw.get("gpuAllocation", gpu_allocation.default_allocation(pool.gpu_model, multi_node)) == gpu_allocation.DRA
     problem = capacity_problem(spot=pool.spot, rdma=pool.rdma, sharing_mode=pool.sharing.mode, ami_type=ami_type,
                                reservation=reservation, capacity_block=capacity_block, placement=placement,
-                               placement_given="placementGroup" in raw, spell=_camel, vendor=vendor)
+                               placement_given="placementGroup" in raw, spell=_camel, vendor=vendor,
+                               architecture=architecture, instance_type=pool.instance_type, dra=dra)
     if problem is not None:
         raise ConfigError(join(path, problem[0]), problem[1])
     capacity_type = CAPACITY_BLOCK if capacity_block else SPOT if pool.spot else ON_DEMAND
@@ -303,6 +362,12 @@ def _check_karpenter(config: Any) -> None:
     if config.autoscaling.autoscaler != "karpenter":
         return
     for i, pool in enumerate(config.node_pools):
+        if pool.gpu_allocation == "dra":
+            # Karpenter 1.14.1 launches nodes for extended resources only; it neither reads ResourceClaims nor knows
+            # the devices a node would publish, and EKS documents DRA (P6e-GB200) on managed node groups only.
+            raise ConfigError(join(join("nodePools", i), "gpuAllocation"),
+                              f"Karpenter {versions.KARPENTER.version} does not provision nodes for DRA "
+                              "ResourceClaims; use autoscaling.autoscaler cluster-autoscaler (managed node groups)")
         if pool.sharing.shared:
             raise ConfigError(join(join("nodePools", i), "sharing.mode"),
                               f"{pool.sharing.mode} advertises {pool.sharing.replicas} GPUs per physical GPU, which "

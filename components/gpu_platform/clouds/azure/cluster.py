@@ -21,6 +21,13 @@ VM size, ``gpuProfile.driver`` (AKS only applies it to nodes it creates: ``gpuSo
 ``None`` so the GPU Operator owns the driver), ``gpuInstanceProfile``, spot priority / eviction / max price and
 zones.
 
+Grace-Blackwell racks (``Standard_ND128isr_NDR_GB200_v6``, ``Standard_ND128isr_GB300_v6``: arm64, 4 GPUs and 4
+InfiniBand NICs per VM, 18 VMs per NVLink domain): AKS's documentation does not list these sizes (none of
+MicrosoftDocs/azure-aks-docs names GB200 or GB300 as of 2026-08-21), and AKS installs no GPU software on sizes off
+its list unless the driver install is skipped (``use-nvidia-gpu.md``); so their pools take ``gpuProfile.driver:
+None`` (refusing ``Install``) and the GPU Operator installs the driver. AKS accepts any ``vmSize`` string, so the
+pools are created like any other; their OS SKU must be ``Ubuntu`` (`specs.GB_OS_SKUS`).
+
 InfiniBand: pools with ``rdma: true`` on an InfiniBand size (``Standard_ND96isr_H100_v5``...) are labelled
 ``gpu-platform.io/rdma=infiniband`` for the NVIDIA Network Operator. AKS only places their nodes on one InfiniBand
 network when the subscription feature ``Microsoft.ContainerService/AKSInfinibandSupport`` is registered; with
@@ -101,13 +108,15 @@ class AksGpuNodePoolArgs(TypedDict, total=False):
     agent_pool_name: str
     """AKS agent pool name. Default: derived from the pool name (`azure_names.agent_pool_name`)."""
     os_sku: str
-    """``Ubuntu`` (default), ``Ubuntu2204``, ``AzureLinux`` or ``AzureLinux3``."""
+    """``Ubuntu`` (default), ``Ubuntu2204``, ``AzureLinux`` or ``AzureLinux3``; ``Ubuntu`` only on the arm64
+    Grace-Blackwell sizes (AKS's node image for them is Ubuntu 24.04 arm64)."""
     vnet_subnet_id: pulumi.Input[str]
     """Node subnet. Default: the cluster's (set by `AksCluster`)."""
     gpu_driver: str
     """``Install`` (default: AKS installs the NVIDIA driver) or ``None`` (the GPU Operator installs it).
     Create-time only: changing it replaces the pool. AMD pools: ``None`` only (the default there; AKS enforces it
-    and the AMD GPU Operator installs the driver)."""
+    and the AMD GPU Operator installs the driver). Grace-Blackwell sizes (ND GB200 v6 / ND GB300 v6): ``None`` only
+    too (the default there), AKS's GPU software does not cover them."""
     spot_max_price: float
     """Spot pools: max USD per node-hour; default -1 (up to the on-demand price, never evicted for price)."""
     spot_eviction_policy: str

@@ -32,8 +32,10 @@ from .specs import (
     GPU_DRIVER_NONE,
     LINUX_OS_SKUS,
     SKU_TIERS,
+    aks_lists_gpu_size,
     aks_mig_profiles,
     authorized_ranges_problem,
+    gb_os_sku_problem,
 )
 
 AUTO_SCALER_PROFILE_KEYS = (
@@ -132,7 +134,16 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str = "") -> 
         if not args.get("os_sku", "Ubuntu").startswith("Ubuntu"):
             checker.fail(f"{at}os_sku", f"'{args['os_sku']}' is not supported on AMD GPU pools; AKS runs them on "
                                         "Ubuntu only")
-    driver = args.get("gpu_driver", GPU_DRIVER_INSTALL)
+    architecture = pool.get("architecture") or catalog.AMD64
+    if not aks_lists_gpu_size(architecture) and args.get("gpu_driver") == GPU_DRIVER_INSTALL:
+        checker.fail(f"{at}gpu_driver", f"AKS's GPU software does not cover {pool['instance_type']} (not among "
+                                        "AKS's supported GPU sizes, use-nvidia-gpu.md); use 'None' (the GPU "
+                                        "Operator installs the driver)")
+    if "os_sku" in args:
+        problem = gb_os_sku_problem(architecture, pool["instance_type"], args["os_sku"])
+        if problem:
+            checker.fail(f"{at}os_sku", problem)
+    driver = args.get("gpu_driver", GPU_DRIVER_INSTALL if aks_lists_gpu_size(architecture) else GPU_DRIVER_NONE)
     if pool.get("sharing_mode") == "mig" and driver == GPU_DRIVER_INSTALL:
         supported = aks_mig_profiles(pool["gpu_model"])
         if pool.get("mig_profile") not in supported:
@@ -178,6 +189,11 @@ def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
             if key in entry:
                 checker.fail(f"gpu_pools[{i}].{key}", f"is set by AksCluster (its own {key}); remove it")
         check_pool_entry(checker, entry, f"gpu_pools[{i}]")
+        if "os_sku" not in entry:
+            problem = gb_os_sku_problem(entry["pool"].get("architecture") or catalog.AMD64,
+                                        entry["pool"]["instance_type"], args.get("os_sku", AzureClusterOptions.os_sku))
+            if problem:
+                checker.fail("os_sku", f"{problem} (gpu_pools[{i}] '{entry['pool']['name']}' takes the cluster's)")
     infiniband = any(p["pool"].get("rdma_fabric") == catalog.INFINIBAND for p in pools)
     if "register_infiniband_feature" in args and not infiniband:
         checker.fail("register_infiniband_feature", "only applies when a pool has an InfiniBand RDMA fabric "

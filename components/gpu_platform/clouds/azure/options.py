@@ -47,6 +47,7 @@ from .specs import (
     SKU_TIERS,
     aks_mig_profiles,
     authorized_ranges_problem,
+    gb_os_sku_problem,
     gpu_driver,
 )
 
@@ -267,6 +268,12 @@ def _check_pools(raw: Mapping, config: Any, options: AzureClusterOptions) -> Non
         if _is_amd(pool) and not os_sku.startswith("Ubuntu"):
             raise ConfigError(join(path, "osSku"), f"'{os_sku}' is not supported on AMD GPU pools; AKS runs them on "
                                                    "Ubuntu only (AKS use-amd-gpus.md)")
+        shape = catalog.SHAPES.get(("azure", pool.instance_type))
+        problem = gb_os_sku_problem(shape.architecture, shape.name, os_sku) if shape else None
+        if problem:
+            at = join(path, "osSku") if pool.cloud_options.os_sku else "osSku"
+            raise ConfigError(at, problem if at != "osSku" else
+                              f"{problem} (nodePools[{i}] '{pool.name}' takes the cluster's osSku)")
         if config.gpu_software == "operator" and os_sku != options.os_sku:
             raise ConfigError(join(path, "osSku"), f"'{os_sku}' differs from the cluster's osSku '{options.os_sku}'; "
                                                    "the NVIDIA GPU Operator does not support several OS versions in "

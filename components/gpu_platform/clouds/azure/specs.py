@@ -50,10 +50,44 @@ def gpu_driver(gpu_software: str) -> str:
     return GPU_DRIVER_NONE if gpu_software == "operator" else GPU_DRIVER_INSTALL
 
 
+def aks_lists_gpu_size(architecture: str) -> bool:
+    """Whether AKS's own GPU software (``gpuProfile.driver: Install``) covers a GPU size of this CPU architecture.
+
+    The arm64 NVIDIA sizes are the Grace-Blackwell racks (``Standard_ND128isr_NDR_GB200_v6``,
+    ``Standard_ND128isr_GB300_v6``), which AKS's documentation does not list at all (MicrosoftDocs/azure-aks-docs as of
+    2026-08-21 never names GB200 or GB300). AKS ``use-nvidia-gpu.md``: "If a GPU VM size is not in our list of
+    supported VM sizes, AKS does not install the necessary GPU software components or provide support. AKS allows
+    the use of unsupported GPU VM sizes after skipping the automatic GPU driver installation." So those pools are
+    created with ``gpuProfile.driver: None`` (the GPU Operator's driver); AKS accepts any VM size string in
+    ``vmSize``, so the pool itself is creatable.
+    """
+    return architecture != catalog.ARM64
+
+
+GB_OS_SKUS = ("Ubuntu",)
+"""OS SKUs that can run the arm64 Grace-Blackwell nodes: AKS builds their node image on Ubuntu 24.04 arm64 only
+(Azure/AgentBaker ``aks-ubuntu-arm64-gb200-containerd-24.04-gen2``; its VHD build: "NVIDIA GB setup is only
+supported on arm64 Ubuntu 24.04"). ``Ubuntu2204`` is 22.04, and Azure Linux has no such image (Azure Container
+Linux, AKS ``azure-container-linux-overview.md``, "doesn't support ARM64 architectures for GPU-enabled node pools").
+``Ubuntu`` resolves to 24.04 from Kubernetes 1.35 (AKS ``upgrade-os-version.md``); which image AKS picks for these
+sizes on 1.34 is not documented."""
+
+
+def gb_os_sku_problem(architecture: str, vm_size: str, os_sku: str) -> Optional[str]:
+    """Why ``os_sku`` cannot run a pool of this architecture and size, or None."""
+    if architecture != catalog.ARM64 or os_sku in GB_OS_SKUS:
+        return None
+    return (f"'{os_sku}' cannot run the arm64 Grace-Blackwell nodes of {vm_size}: AKS builds their node image on "
+            "Ubuntu 24.04 arm64 only (Azure/AgentBaker); use Ubuntu")
+
+
 def default_gpu_driver(pool: GpuPool) -> str:
     """An `AksGpuNodePool`'s ``gpuProfile.driver`` when none is given: ``None`` on AMD pools (AKS enforces it at
-    their creation and installs no AMD driver, AKS ``use-amd-gpus.md``), else ``Install``."""
-    return GPU_DRIVER_NONE if pool.vendor == catalog.AMD else GPU_DRIVER_INSTALL
+    their creation and installs no AMD driver, AKS ``use-amd-gpus.md``) and on sizes AKS's GPU software does not
+    cover (`aks_lists_gpu_size`), else ``Install``."""
+    if pool.vendor == catalog.AMD or not aks_lists_gpu_size(pool.architecture):
+        return GPU_DRIVER_NONE
+    return GPU_DRIVER_INSTALL
 
 
 def aks_mig_profiles(gpu_model: str) -> dict[str, str]:

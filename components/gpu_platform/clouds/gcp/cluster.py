@@ -12,6 +12,12 @@ objects, multi-networking) and gives each pool its extra NICs and its pods' inte
     cluster = GkeCluster("ml", {"region": "us-central1", "gpu_pools": [train]})
     cluster.node_pools["train"], cluster.gpu_pools  # components, and the GpuPools the Kubernetes layer takes
 
+Grace-Blackwell racks (``a4x-highgpu-4g``) are DRA pools: GKE installs no driver there and its device plugin stays
+off (``gke-no-default-nvidia-gpu-device-plugin`` and ``nvidia.com/gpu.present`` labels, GKE's DRA page), the nodes
+run COS without GKE's arm64 taint, and each pool forms one NVLink domain under a workload policy its
+`GkeGpuNodePool` creates (``compute.ResourcePolicy``, ``HIGH_THROUGHPUT``, accelerator topology ``1x72``) unless
+``placement_policy_name`` names one.
+
 Both components check their args when constructed (`gpu_platform.component_args`): a wrong value fails with one
 line naming the component, its name and the argument path before anything is registered. The decisions live in
 pure modules (``gcp_options``, ``gcp_pools``, ``gcp_networks``) and are unit-tested there. Property names and
@@ -93,17 +99,21 @@ class GkeGpuPoolArgs(TypedDict, total=False):
     """GCE accelerator type of an N1 machine type (``nvidia-tesla-t4``...). Default: the catalog's for the pool's
     GPU model. A2/A3/G2 machine types carry their own GPUs and refuse it."""
     gpu_driver_version: str
-    """``DEFAULT``, ``LATEST`` or ``INSTALLATION_DISABLED`` (the GPU Operator installs it). Default: ``DEFAULT``."""
+    """``DEFAULT``, ``LATEST`` or ``INSTALLATION_DISABLED`` (the GPU Operator installs it). Default: ``DEFAULT``;
+    ``INSTALLATION_DISABLED`` on a DRA pool (``pool.gpu_allocation`` ``dra``), which refuses the others: "Automatic
+    GPU driver installation isn't supported with DRA" (GKE, "Prepare GKE infrastructure for DRA workloads")."""
     gke_sharing: bool
     """GKE's device plugin shares GPUs (``gpu_sharing_config`` for time-slicing/MPS). Default: true unless
     ``disable_gke_device_plugin``."""
     gke_partitioning: bool
     """GKE creates the MIG partitions (``gpu_partition_size``). Default: true."""
     disable_gke_device_plugin: bool
-    """Label the nodes so GKE's device plugin stays off (NVIDIA's runs instead). Default: false."""
+    """Label the nodes so GKE's device plugin stays off (NVIDIA's runs instead). Default: false; true on a DRA pool,
+    which refuses false (NVIDIA's DRA driver hands out its GPUs)."""
     image_type: str
     """``COS_CONTAINERD`` or ``UBUNTU_CONTAINERD``. Default: COS, Ubuntu with ``INSTALLATION_DISABLED`` (the GPU
-    Operator's driver container needs Ubuntu)."""
+    Operator's driver container needs Ubuntu) except on arm64 pools (A4X), which stay on COS (Google's COS driver
+    installer then installs the driver)."""
     service_account: Optional[pulumi.Input[str]]
     """Node service account email. Default: the cluster's node account (standalone: Compute Engine's default)."""
     reservation_affinity: Optional[str]
@@ -111,12 +121,15 @@ class GkeGpuPoolArgs(TypedDict, total=False):
     Default: ``SPECIFIC_RESERVATION`` with ``reservations``, else GCE's default. Spot pools take only
     ``NO_RESERVATION``."""
     reservations: list[str]
-    """Reservation names (``name`` or ``name/reservationBlocks/block``); only with ``SPECIFIC_RESERVATION``."""
+    """Reservation names (``name`` or ``name/reservationBlocks/block``); only with ``SPECIFIC_RESERVATION``.
+    Required on machine types sold through reservations only (``a4x-highgpu-4g``)."""
     compact_placement: bool
-    """COMPACT placement policy; needs exactly one zone. Default: true for RDMA pools and with
-    ``placement_policy_name``."""
+    """COMPACT placement policy; needs exactly one zone. Default: true for RDMA pools, multi-node NVLink pools (which
+    refuse false) and with ``placement_policy_name``."""
     placement_policy_name: Optional[str]
-    """An existing compact resource policy (so refused with ``compact_placement: false``)."""
+    """An existing compact resource policy (so refused with ``compact_placement: false``). Default on a multi-node
+    NVLink pool (A4X): a workload policy the pool creates, ``HIGH_THROUGHPUT`` with accelerator topology ``1x72``
+    (one NVLink domain, so at most 18 nodes)."""
     additional_networks: list[AdditionalNodeNetwork]
     """Extra NICs, in interface order (eth1 first). GPUDirect pools in `GkeCluster` get theirs from the cluster;
     a standalone GPUDirect `GkeGpuNodePool` must be given every one."""
@@ -315,11 +328,35 @@ def pool_zones(args: dict, location: Any) -> list[str]:
 
 
 def uses_compact_placement(args: dict, pool: GpuPool) -> bool:
-    """COMPACT placement: asked for, implied by a named policy, else on for RDMA pools."""
+    """COMPACT placement: asked for, implied by a named policy, else on for RDMA and multi-node NVLink pools."""
     if args.get("placement_policy_name"):
         return True
     compact = args.get("compact_placement")
-    return bool(pool.rdma_fabric) if compact is None else compact
+    return bool(pool.rdma_fabric) or pool.multi_node_nvlink if compact is None else compact
+
+
+def pool_driver_version(args: dict, pool: GpuPool) -> str:
+    """``gpu_driver_version`` of a checked pool entry: given, else ``INSTALLATION_DISABLED`` on DRA pools (GKE's
+    DRA page), else ``DEFAULT``."""
+    default = gcp_options.DRIVER_DISABLED if pool.dra else gcp_options.DEFAULT_DRIVER_VERSION
+    return _get(args, "gpu_driver_version", default)
+
+
+def pool_image_type(args: dict, pool: GpuPool) -> str:
+    """``image_type`` of a checked pool entry: given, else COS, except Ubuntu for the GPU Operator's driver container
+    (``INSTALLATION_DISABLED``) on amd64 pools; arm64 (A4X) pools stay on COS, where Google's COS driver installer
+    installs the driver (`gcp_options` module docstring)."""
+    if args.get("image_type"):
+        return args["image_type"]
+    if pool_driver_version(args, pool) == gcp_options.DRIVER_DISABLED and pool.architecture != catalog.ARM64:
+        return gcp_options.UBUNTU
+    return gcp_options.COS
+
+
+def creates_workload_policy(args: dict, pool: GpuPool) -> bool:
+    """A multi-node NVLink pool without ``placement_policy_name`` creates the workload policy that forms its NVLink
+    domain (`gcp_pools.workload_policy`)."""
+    return pool.multi_node_nvlink and not args.get("placement_policy_name")
 
 
 def gpu_nic_count(pool: GpuPool) -> int:
@@ -432,13 +469,20 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
         checker.fail(at("node_locations"), f"compact placement needs exactly one zone, got "
                                            f"{len(zones) or 'GKE default'}; set node_locations: ['{region}-a'] (a "
                                            "zone offering the GPU) or compact_placement: false")
-    disabled = args.get("disable_gke_device_plugin", False)
+    disabled = args.get("disable_gke_device_plugin", pool.dra)
     if disabled and args.get("gke_sharing") is True and pool.sharing.mode in gcp_pools.SHARING_STRATEGIES:
         checker.fail(at("gke_sharing"), "GKE's device plugin is off (disable_gke_device_plugin), so GKE cannot "
                                         "share the GPUs; NVIDIA's device plugin shares them instead")
-    if pool.rdma_fabric and args.get("gpu_driver_version") == gcp_options.DRIVER_DISABLED:
-        checker.fail(at("gpu_driver_version"), "GPUDirect on GKE needs GKE's driver (its NCCL plugin installers "
-                                               "use /home/kubernetes/bin/nvidia); use DEFAULT or LATEST")
+    _check_dra(checker, args, at, pool)
+    _check_rack(checker, args, at, pool, location)
+    if pool.rdma_fabric and pool_driver_version(args, pool) == gcp_options.DRIVER_DISABLED:
+        if pool.rdma_fabric != catalog.GPUDIRECT_RDMA:
+            checker.fail(at("gpu_driver_version"), "GPUDirect on GKE needs GKE's driver (its NCCL plugin installers "
+                                                   "use /home/kubernetes/bin/nvidia); use DEFAULT or LATEST")
+        elif pool_image_type(args, pool) != gcp_options.COS:
+            checker.fail(at("image_type"), "GPUDirect-RDMA without GKE's driver needs COS_CONTAINERD nodes, where "
+                                           "Google's COS driver installer puts the driver in /home/kubernetes/bin/"
+                                           "nvidia (the NCCL plugin's path)")
     nics, networks = gpu_nic_count(pool), args.get("additional_networks") or []
     if standalone and nics and not networks:
         checker.fail(at("additional_networks"), f"GPUDirect pool '{pool.name}' ({pool.instance_type}) needs {nics} "
@@ -450,6 +494,55 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
     if not standalone and nics and networks:
         checker.fail(at("additional_networks"), f"the cluster plans GPUDirect pool '{pool.name}''s NIC networks; "
                                                 "remove additional_networks")
+
+
+def _check_dra(checker: Args, args: dict, at: Any, pool: GpuPool) -> None:
+    """A DRA pool as GKE's DRA page sets it up: no GKE driver, no GKE device plugin, no time-sharing, MIG or MPS
+    ("Prepare GKE infrastructure for DRA workloads", Limitations)."""
+    if not pool.dra:
+        return
+    driver = args.get("gpu_driver_version")
+    if driver is not None and driver != gcp_options.DRIVER_DISABLED:
+        checker.fail(at("gpu_driver_version"), f"GKE installs no driver on a DRA pool ('Automatic GPU driver "
+                                               f"installation isn't supported with DRA'); use "
+                                               f"{gcp_options.DRIVER_DISABLED} or leave it out")
+    if args.get("disable_gke_device_plugin") is False:
+        checker.fail(at("disable_gke_device_plugin"), "a DRA pool's GPUs are NVIDIA's DRA driver's, so GKE's device "
+                                                      "plugin must stay off; remove it")
+    if pool.sharing.mode != "exclusive":
+        checker.fail(at("pool.sharing_mode"), f"GKE's DRA setup cannot use {pool.sharing.mode} (time-sharing, MIG and "
+                                              "MPS are excluded: 'Prepare GKE infrastructure for DRA workloads'); use "
+                                              "exclusive")
+
+
+def _check_rack(checker: Args, args: dict, at: Any, pool: GpuPool, location: Any) -> None:
+    """Reservation-only machine types consume a named reservation; a multi-node NVLink pool is one NVLink domain
+    placed by a workload policy (created in the region of its one zone unless ``placement_policy_name`` names
+    one)."""
+    shape = catalog.SHAPES[("gcp", pool.instance_type)]
+    if shape.capacity == "reservation":
+        if pool.spot:
+            checker.fail(at("pool.spot"), f"{shape.name} is sold through reservations only, which Spot VMs cannot "
+                                          "consume")
+        elif not args.get("reservations"):
+            checker.fail(at("reservations"), f"{shape.name} is sold through reservations only (Compute Engine GPU "
+                                             "machine types); name yours ('<reservation>' or "
+                                             "'<reservation>/reservationBlocks/<block>')")
+    if not shape.multi_node_nvlink:
+        return
+    if args.get("compact_placement") is False:
+        checker.fail(at("compact_placement"), f"{shape.name} forms its {shape.nvlink_domain_gpus}-GPU NVLink domain "
+                                              "only under a workload policy, which Compute Engine requires for it; "
+                                              "remove compact_placement: false")
+    domain_nodes = shape.nvlink_domain_gpus // shape.gpu_count
+    if pool.max_nodes > domain_nodes:
+        checker.fail(at("pool.max_nodes"), f"each {shape.name} node pool is one {shape.nvlink_domain_gpus}-GPU NVLink "
+                                           f"domain (workload policy accelerator topology "
+                                           f"{gcp_pools.nvlink_topology(shape)}: {domain_nodes} VMs), got "
+                                           f"{pool.max_nodes}; add a pool per domain")
+    if creates_workload_policy(args, pool) and not pool_zones(args, location) and _region_of(location) is None:
+        checker.fail(at("node_locations"), f"the workload policy of {shape.name} pool '{pool.name}' is created in "
+                                           "its zone's region; set node_locations to that one zone")
 
 
 def _check_tpu(checker: Args, args: dict, at: Any, pool: GpuPool, location: Any) -> None:
@@ -877,10 +970,8 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         self.pool = GpuPool.from_spec(args["pool"])
         pool = self.pool
         zones = list(_get(args, "node_locations", []))
-        driver = _get(args, "gpu_driver_version", gcp_options.DEFAULT_DRIVER_VERSION)
-        disabled_plugin = _get(args, "disable_gke_device_plugin", False)
-        # The GPU Operator's driver container runs on Ubuntu only; GKE's driver on either.
-        default_image = "UBUNTU_CONTAINERD" if driver == gcp_options.DRIVER_DISABLED else "COS_CONTAINERD"
+        driver = pool_driver_version(args, pool)
+        disabled_plugin = _get(args, "disable_gke_device_plugin", pool.dra)
         reservations = tuple(_get(args, "reservations", []))
         affinity = args.get("reservation_affinity") or ("SPECIFIC_RESERVATION" if reservations else None)
         shape = catalog.SHAPES[("gcp", pool.instance_type)]
@@ -889,13 +980,14 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             return
         node_config: dict[str, Any] = {
             "machine_type": pool.instance_type,
-            "image_type": _get(args, "image_type", default_image),
+            "image_type": pool_image_type(args, pool),
             "disk_size_gb": _get(args, "disk_size_gb", 200),
             "disk_type": args.get("disk_type"),
             "guest_accelerators": [gcp_pools.guest_accelerator(
                 pool, _get(args, "accelerator_type", default_accelerator(pool)), driver,
                 _get(args, "gke_sharing", not disabled_plugin), _get(args, "gke_partitioning", True))],
             "taints": gcp_pools.taints(pool),
+            "taint_config": gcp_pools.taint_config(pool),
             "labels": gcp_pools.node_labels(pool, disabled_plugin),
             "spot": pool.spot or None,
             "reservation_affinity": gcp_pools.reservation_affinity(affinity, reservations),
@@ -906,9 +998,20 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             "workload_metadata_config": {"mode": "GKE_METADATA"},
         }
         networks = list(_get(args, "additional_networks", []))
+        self.workload_policy: Optional[gcp.compute.ResourcePolicy] = None
+        policy_name: Optional[pulumi.Input[str]] = args.get("placement_policy_name")
+        if creates_workload_policy(args, pool):
+            # Named after the component, as the pool is after its pool; a new policy replaces the old one in place
+            # of it (the name is fixed), which replaces the pool too.
+            self.workload_policy = gcp.compute.ResourcePolicy(
+                f"{name}-nvlink", name=gcp_pools.resource_name(f"{name}-nvlink", 63), project=args.get("project"),
+                region=_region_of((zones or [args["location"]])[0]),
+                workload_policy=gcp_pools.workload_policy(shape),
+                opts=child_opts(self, opts, delete_before_replace=True))
+            policy_name = self.workload_policy.name
         self._node_pool(
             name, args, pool, zones, node_config,
-            gcp_pools.placement_policy(uses_compact_placement(args, pool), args.get("placement_policy_name")),
+            gcp_pools.placement_policy(uses_compact_placement(args, pool), policy_name),
             {"additional_node_network_configs": [
                 {"network": n["network"], "subnetwork": n["subnetwork"]} for n in networks]} if networks else None,
             opts)
@@ -1003,16 +1106,17 @@ def _vpc_spec(vpc: gcp_networks.GpuVpc) -> GpuVpcSpec:
                       subnets=[GpuSubnetSpec(name=s.name, cidr=s.cidr, device_mode=s.device_mode) for s in vpc.subnets])
 
 
-def stack_pool_args(pool_config: Any, pool: GpuPool, software: str) -> GkeGpuPoolArgs:
+def stack_pool_args(pool_config: Any, pool: GpuPool, software: str, google_installer: bool = False) -> GkeGpuPoolArgs:
     """The ``gpu_pools`` entry of a stack's pool: `gcp_options.pool_args` (what `pool_args("gcp", entry)` gives a
-    program) plus what only the stack knows, the GPU software mode (driver, image, which device plugin)."""
+    program) plus what only the stack knows, the GPU software mode (driver, image, which device plugin) and whether
+    Google's COS driver installer serves the stack's GPU Operator (`gcp_options.google_driver_installer`)."""
     pool_options: gcp_options.GcpPoolOptions = pool_config.cloud_options or gcp_options.GcpPoolOptions()
     entry = gcp_options.pool_args(pool_config, pool)
     if gcp_options.tpu_shape(pool_config) is not None:
         return GkeGpuPoolArgs(**entry)  # type: ignore[typeddict-item]  # TPUs: no GPU driver or device plugin
     entry.update(
         gpu_driver_version=gcp_options.driver_version(pool_options, software),
-        image_type=gcp_options.image_type(pool_options, software),
+        image_type=gcp_options.image_type(pool_options, software, google_installer),
         gke_sharing=gcp_options.managed_sharing(software),
         gke_partitioning=gcp_options.managed_partitioning(software),
         disable_gke_device_plugin=gcp_options.disables_gke_device_plugin(software),
@@ -1034,7 +1138,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     call a program makes, with ``gpu_pools`` built by `stack_pool_args`."""
     options: gcp_options.GcpClusterOptions = config.cluster_options or gcp_options.GcpClusterOptions()
     system = options.system_pool
-    gpu_pools = [stack_pool_args(c, p, config.gpu_software)
+    google_installer = gcp_options.google_driver_installer(config.gpu_software, config.node_pools)
+    gpu_pools = [stack_pool_args(c, p, config.gpu_software, google_installer)
                  for c, p in zip(config.node_pools, config.gpu_pools(), strict=True)]
     args = GkeClusterArgs(
         region=config.region,
@@ -1076,8 +1181,12 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         "gpu_networks": list(cluster.gpu_subnetworks),
         "managed_dcgm": options.managed_dcgm,
     }
-    if gcp_options.software_installs_driver(config.gpu_software):
+    if gcp_options.software_installs_driver(config.gpu_software) or google_installer:
         outputs["driver_install_dir"] = gcp_pools.GKE_DRIVER_INSTALL_DIR
+    if google_installer:
+        # The GPU Operator's `driver_preinstalled` (kube.nvidia.NvidiaGpuStack): Google's COS installer puts the
+        # driver in driver_install_dir, on every GPU pool of the stack.
+        outputs["driver_preinstalled"] = True
     return ClusterHandle(
         cloud="gcp",
         cluster_name=cluster.cluster_name,

@@ -9,11 +9,24 @@ The control-plane keys every managed cloud shares (``apiAllowedCidrs``, ``secret
 default) turns the public IP endpoint off, a list of CIDRs keeps it with authorized networks limited to them, and
 ``secretsEncryption`` (default true) turns on application-layer Secrets encryption with a Cloud KMS key the
 cluster creates.
+
+Grace-Blackwell racks (``a4x-highgpu-4g``: arm64, 4 GB200 per VM, 18 VMs per 72-GPU NVLink domain) shape several
+rules. Their pools are DRA pools (`gpu_allocation`), so the stack runs the GPU Operator, and GKE must not install a
+driver or run its device plugin there ("Prepare GKE infrastructure for DRA workloads",
+docs.cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra: ``gpu-driver-version=disabled``, the node labels
+``gke-no-default-nvidia-gpu-device-plugin=true`` and ``nvidia.com/gpu.present=true``; time-sharing, MIG and MPS
+excluded). A stack with such a pool runs its GPU pools on COS with Google's COS driver installer
+(`google_driver_installer`) rather than on Ubuntu with the operator's driver container: every A4X source runs COS
+(GoogleCloudPlatform/cluster-toolkit ``examples/gke-a4x``, NVIDIA AI Cluster Runtime's ``gb200-gke-cos-*`` recipes),
+none shows the operator's driver container on GKE's arm64 Ubuntu, GKE's DRA page installs the COS installer itself,
+and GPUDirect-RDMA's NCCL plugin expects the driver where that installer puts it (/home/kubernetes/bin/nvidia).
+A4X is sold through reservations only (Compute Engine "GPU machine types": "When provisioning A4X instances, you
+must reserve capacity"), so its pools name theirs (``reservations``).
 """
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -30,6 +43,8 @@ from ...config import (
     read_str,
 )
 from ...control_plane import ControlPlaneSecurity
+from ...pools import DRA
+from .pools import nvlink_topology
 
 CLUSTER_KEYS = {
     "project", "zone", "releaseChannel", "network", "subnetwork", "podsRangeName", "servicesRangeName",
@@ -50,7 +65,9 @@ RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
 DRIVER_VERSIONS = ("DEFAULT", "LATEST")
 DEFAULT_DRIVER_VERSION = "DEFAULT"
 DRIVER_DISABLED = "INSTALLATION_DISABLED"
-IMAGE_TYPES = ("COS_CONTAINERD", "UBUNTU_CONTAINERD")
+COS = "COS_CONTAINERD"
+UBUNTU = "UBUNTU_CONTAINERD"
+IMAGE_TYPES = (COS, UBUNTU)
 RESERVATION_AFFINITIES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION", "ANY_RESERVATION_THEN_FAIL")
 SYSTEM_POOL_NAME = "system"
 NODE_POOL_NAME_MAX = 40
@@ -128,13 +145,16 @@ class GcpPoolOptions:
     gpu_driver_version: Optional[str] = None
     """``DEFAULT`` or ``LATEST`` when GKE installs the driver (None: ``DEFAULT``)."""
     image_type: Optional[str] = None
-    """``COS_CONTAINERD`` or ``UBUNTU_CONTAINERD`` (None: COS, or Ubuntu when the GPU Operator installs the driver)."""
+    """``COS_CONTAINERD`` or ``UBUNTU_CONTAINERD`` (None: COS, or Ubuntu when the GPU Operator's driver container
+    installs the driver; COS in a GPU Operator stack with an arm64 pool, where Google's COS driver installer does)."""
     reservation_affinity: Optional[str] = None
     """Reservation consumption; ``SPECIFIC_RESERVATION`` when ``reservations`` are named (None: GCE's default)."""
     reservations: tuple[str, ...] = ()
-    """Names of specific reservations (``name`` or ``name/reservationBlocks/block``)."""
+    """Names of specific reservations (``name`` or ``name/reservationBlocks/block``); required on machine types sold
+    through reservations only (``a4x-highgpu-4g``)."""
     compact_placement: Optional[bool] = None
-    """COMPACT placement policy (None: on for RDMA pools). Needs exactly one zone."""
+    """COMPACT placement policy (None: on for RDMA pools and multi-node NVLink pools, which refuse false). Needs
+    exactly one zone."""
     placement_policy_name: Optional[str] = None
     """An existing resource policy to place the nodes with (implies compact placement)."""
     disk_size_gb: int = 200
@@ -163,11 +183,31 @@ def driver_version(pool: GcpPoolOptions, gpu_software: str) -> str:
     return pool.gpu_driver_version or DEFAULT_DRIVER_VERSION
 
 
-def image_type(pool: GcpPoolOptions, gpu_software: str) -> str:
-    """Node image: the GPU Operator's driver container runs on Ubuntu only; GKE's driver on either."""
+def shape_of(pool: Any) -> Optional[catalog.MachineShape]:
+    """The catalog shape of a ``nodePools`` entry (None for a machine type the catalog lacks)."""
+    return catalog.SHAPES.get(("gcp", pool.instance_type))
+
+
+def is_arm64(pool: Any) -> bool:
+    """The pool's nodes have arm64 CPUs (A4X's Grace)."""
+    shape = shape_of(pool)
+    return shape is not None and shape.architecture == catalog.ARM64
+
+
+def google_driver_installer(gpu_software: str, pools: Iterable[Any]) -> bool:
+    """Whether a GPU Operator stack's GPU pools run COS with Google's COS driver installer (the operator's
+    ``driver_preinstalled``, driver root /home/kubernetes/bin/nvidia) instead of Ubuntu with the operator's driver
+    container: so when a pool has arm64 (Grace-Blackwell) nodes, which run COS (module docstring). The operator's
+    driver switch is cluster-wide, so every GPU pool of the stack follows."""
+    return gpu_software == "operator" and any(is_arm64(p) for p in pools)
+
+
+def image_type(pool: GcpPoolOptions, gpu_software: str, google_installer: bool = False) -> str:
+    """Node image: the GPU Operator's driver container runs on Ubuntu only; GKE's driver and Google's COS installer
+    (`google_driver_installer`) on COS."""
     if pool.image_type:
         return pool.image_type
-    return "COS_CONTAINERD" if software_installs_driver(gpu_software) else "UBUNTU_CONTAINERD"
+    return COS if software_installs_driver(gpu_software) or google_installer else UBUNTU
 
 
 def pool_zones(pool: Any, cluster: GcpClusterOptions) -> tuple[str, ...]:
@@ -204,12 +244,21 @@ def tpu_multi_host(pool: Any) -> bool:
     return shape is not None and topology is not None and catalog.tpu_hosts(shape, topology) > 1
 
 
+def multi_node_nvlink(pool: Any) -> bool:
+    """The pool's machine type joins several VMs in one NVLink domain (A4X: 18 VMs, 72 GPUs)."""
+    shape = shape_of(pool)
+    return shape is not None and shape.multi_node_nvlink
+
+
 def compact_placement(pool: Any) -> bool:
-    """Whether a pool gets the COMPACT placement policy: RDMA pools by default, or when asked."""
+    """Whether a pool gets the COMPACT placement policy: RDMA pools and multi-node NVLink pools (whose NVLink domain
+    needs a workload policy) by default, or when asked."""
     options: GcpPoolOptions = pool.cloud_options or GcpPoolOptions()
     if options.placement_policy_name:
         return True
-    return pool.rdma if options.compact_placement is None else options.compact_placement
+    if options.compact_placement is None:
+        return pool.rdma or multi_node_nvlink(pool)
+    return options.compact_placement
 
 
 def managed_sharing(gpu_software: str) -> bool:
@@ -321,6 +370,8 @@ def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
 
 def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
     rdma_zone: Optional[tuple[str, int]] = None
+    google_installer = google_driver_installer(config.gpu_software, config.node_pools)
+    arm_pool = next((i for i, p in enumerate(config.node_pools) if is_arm64(p)), None)
     for i, pool in enumerate(config.node_pools):
         path = join("nodePools", i)
         options: GcpPoolOptions = pool.cloud_options or GcpPoolOptions()
@@ -336,13 +387,12 @@ def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
             if options.gpu_driver_version is not None:
                 raise ConfigError(join(path, "gpuDriverVersion"),
                                   "the GPU Operator installs the driver (gpuSoftware 'operator'); remove it")
-            if options.image_type == "COS_CONTAINERD":
-                raise ConfigError(join(path, "imageType"), "the GPU Operator's driver needs UBUNTU_CONTAINERD "
-                                                           "nodes; use gpuSoftware 'cloud-managed' for COS")
-            if pool.rdma:
-                raise ConfigError(join(path, "rdma"), "GPUDirect on GKE needs GKE's driver (its NCCL plugin "
-                                                      "installers use /home/kubernetes/bin/nvidia); use gpuSoftware "
-                                                      "'cloud-managed'")
+            _check_operator_pool(pool, path, options, google_installer, arm_pool)
+        if pool.gpu_allocation == DRA and pool.sharing.mode == "mig":
+            raise ConfigError(join(path, "sharing.mode"), "GKE's DRA setup cannot use multi-instance GPUs (GKE "
+                                                          "'Prepare GKE infrastructure for DRA workloads', "
+                                                          "Limitations); use exclusive or gpuAllocation: "
+                                                          "device-plugin")
         zones = pool_zones(pool, cluster)
         if tpu_multi_host(pool) and len(zones) != 1:
             raise ConfigError(join(path, "zones"), f"a multi-host TPU slice ({tpu_topology(pool)} on "
@@ -362,6 +412,31 @@ def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
             elif zones[0] != rdma_zone[0]:
                 raise ConfigError(join(path, "zones"), "every GPUDirect-RDMA pool shares one RoCE network; use "
                                                        f"the zone of nodePools[{rdma_zone[1]}] ({rdma_zone[0]})")
+
+
+def _check_operator_pool(pool: Any, path: str, options: GcpPoolOptions, google_installer: bool,
+                         arm_pool: Optional[int]) -> None:
+    """A pool under the GPU Operator: Ubuntu with the operator's driver container, or (`google_driver_installer`)
+    COS with Google's installer, which also leaves the driver where GPUDirect-RDMA's NCCL plugin looks for it."""
+    if not google_installer:
+        if options.image_type == COS:
+            raise ConfigError(join(path, "imageType"), "the GPU Operator's driver needs UBUNTU_CONTAINERD nodes; use "
+                                                       "gpuSoftware 'cloud-managed' for COS")
+        if pool.rdma:
+            raise ConfigError(join(path, "rdma"), "GPUDirect on GKE needs GKE's driver (its NCCL plugin installers "
+                                                  "use /home/kubernetes/bin/nvidia); use gpuSoftware "
+                                                  "'cloud-managed'")
+        return
+    if options.image_type == UBUNTU:
+        raise ConfigError(join(path, "imageType"), f"this stack's GPU pools run Google's COS driver installer "
+                                                   f"(nodePools[{arm_pool}] has arm64 nodes, which GKE runs on COS); "
+                                                   "remove imageType or use COS_CONTAINERD")
+    shape = shape_of(pool)
+    fabric = shape.rdma_fabric if shape is not None else None
+    if pool.rdma and fabric != catalog.GPUDIRECT_RDMA:
+        raise ConfigError(join(path, "rdma"), f"{fabric} on GKE needs GKE's driver and device plugin (gpuSoftware "
+                                              "'cloud-managed'); under the GPU Operator the platform runs "
+                                              "gpudirect-rdma only")
 
 
 def _parse_tpu_topology(raw: Mapping, path: str, pool: Any, shape: Any) -> Optional[str]:
@@ -390,6 +465,35 @@ def _parse_tpu_topology(raw: Mapping, path: str, pool: Any, shape: Any) -> Optio
     return topology
 
 
+def _check_rack_pool(raw: Mapping, path: str, pool: Any, shape: Any, reservations: tuple[str, ...]) -> None:
+    """A machine type sold through reservations only names its reservation; a multi-node NVLink pool is placed by a
+    workload policy (Compute Engine, "About workload policies in MIGs": required for A4X), one NVLink domain per
+    pool (accelerator topology ``1x72``: 18 VMs)."""
+    if shape is None:
+        return
+    if shape.capacity == "reservation":
+        if pool.spot:
+            raise ConfigError(join(path, "spot"), f"{shape.name} is sold through reservations only, which Spot VMs "
+                                                  "cannot consume; remove spot")
+        if not reservations:
+            raise ConfigError(join(path, "reservations"), f"{shape.name} is sold through reservations only (Compute "
+                                                          "Engine GPU machine types); name yours: reservations: "
+                                                          "[<reservation>] or [<reservation>/reservationBlocks/"
+                                                          "<block>]")
+    if not shape.multi_node_nvlink:
+        return
+    if raw.get("compactPlacement") is False:
+        raise ConfigError(join(path, "compactPlacement"), f"{shape.name} forms its {shape.nvlink_domain_gpus}-GPU "
+                                                          "NVLink domain only under a workload policy, which Compute "
+                                                          "Engine requires for it; remove compactPlacement: false")
+    domain_nodes = shape.nvlink_domain_gpus // shape.gpu_count
+    if pool.max_nodes > domain_nodes:
+        raise ConfigError(join(path, "maxNodes"), f"each {shape.name} node pool is one {shape.nvlink_domain_gpus}-GPU "
+                                                  f"NVLink domain (workload policy accelerator topology "
+                                                  f"{nvlink_topology(shape)}: {domain_nodes} VMs), got maxNodes "
+                                                  f"{pool.max_nodes}; add a pool per domain")
+
+
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoolOptions:
     """Pool keys that only need the pool itself."""
     topology = _parse_tpu_topology(raw, path, pool, shape)
@@ -402,6 +506,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoo
         raise ConfigError(join(path, "reservations"), "SPECIFIC_RESERVATION needs at least one reservation name")
     if reservations:
         affinity = "SPECIFIC_RESERVATION"
+    _check_rack_pool(raw, path, pool, shape, reservations)
     if pool.spot:
         if affinity not in (None, "NO_RESERVATION"):
             raise ConfigError(join(path, "reservationAffinity"), "Spot VMs cannot consume reservations; "

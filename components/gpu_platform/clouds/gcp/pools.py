@@ -7,7 +7,7 @@ component stays a thin wrapper and the rules are unit-tested without the engine.
 
 import json
 import math
-from typing import Optional
+from typing import Any, Optional
 
 from ... import catalog, labels
 from ...pools import GpuPool
@@ -63,11 +63,49 @@ def taints(pool: GpuPool) -> list[dict]:
 
 
 def node_labels(pool: GpuPool, disable_gke_device_plugin: bool) -> dict[str, str]:
-    """Kubernetes labels of the pool's nodes: the platform's scheme plus GKE's device-plugin switch."""
+    """Kubernetes labels of the pool's nodes: the platform's scheme plus GKE's device-plugin switch, and on DRA pools
+    the GPU presence label GKE's DRA page sets at pool creation ("Prepare GKE infrastructure for DRA workloads":
+    ``gke-no-default-nvidia-gpu-device-plugin=true`` and ``nvidia.com/gpu.present=true``), which NVIDIA's DRA
+    kubelet plugin selects before any NFD label exists."""
     out = dict(pool.labels)
     if disable_gke_device_plugin:
         out[labels.GKE_NO_DEFAULT_DEVICE_PLUGIN_LABEL] = "true"
+    if pool.dra:
+        out[labels.GPU_PRESENT_LABEL] = "true"
     return out
+
+
+ARCHITECTURE_TAINT_NONE = "NONE"
+"""``TaintConfig.ArchitectureTaintBehavior`` ``NONE`` (GKE API v1; pulumi_gcp 10.2.0
+``NodePoolNodeConfigTaintConfigArgs.architecture_taint_behavior``: ``NONE``, ``ARM``, unspecified = ``ARM``)."""
+
+
+def taint_config(pool: GpuPool) -> Optional[dict]:
+    """``node_config.taint_config`` of an arm64 pool: no architecture taint. GKE otherwise taints every Arm node
+    ``kubernetes.io/arch=arm64:NoSchedule`` ("Prepare to deploy an Arm workload in a Standard cluster"), a taint the
+    pool does not declare (`taints`), so neither the platform's DaemonSets nor its workloads would tolerate it; the
+    GPU taint keeps other pods off these nodes already, and workloads select arm64 by ``kubernetes.io/arch``.
+    None for amd64 pools (GKE adds no taint there)."""
+    if pool.architecture != catalog.ARM64:
+        return None
+    return {"architecture_taint_behavior": ARCHITECTURE_TAINT_NONE}
+
+
+HIGH_THROUGHPUT = "HIGH_THROUGHPUT"
+
+
+def workload_policy(shape: catalog.MachineShape) -> dict:
+    """``compute.ResourcePolicy`` ``workload_policy`` that forms one NVLink domain of a multi-node NVLink machine
+    type: ``HIGH_THROUGHPUT`` with the domain's accelerator topology (A4X: ``1x72``). Compute Engine requires a
+    workload policy for A4X node groups ("About workload policies in MIGs"); cluster-toolkit's ``examples/gke-a4x``
+    creates this one and passes it to the node pool as a COMPACT placement policy."""
+    return {"type": HIGH_THROUGHPUT, "accelerator_topology": nvlink_topology(shape)}
+
+
+def nvlink_topology(shape: catalog.MachineShape) -> str:
+    """The accelerator topology of one whole NVLink domain (A4X: ``1x72``, the value Compute Engine's "Create
+    workload policies for MIGs" gives for A4X)."""
+    return f"1x{shape.nvlink_domain_gpus}"
 
 
 def initial_node_count(pool: GpuPool, desired: Optional[int], zones: int) -> int:
@@ -96,12 +134,13 @@ def reservation_affinity(affinity: Optional[str], reservations: tuple[str, ...])
     return out
 
 
-def placement_policy(compact: bool, policy_name: Optional[str]) -> Optional[dict]:
-    """``placement_policy``: COMPACT (the only type GKE has) keeps RDMA nodes close on the network."""
+def placement_policy(compact: bool, policy_name: Any = None) -> Optional[dict]:
+    """``placement_policy``: COMPACT (the only type GKE has) keeps RDMA nodes close on the network; ``policy_name``
+    (a string or an Output) names the resource policy, a compact placement or a workload policy (A4X)."""
     if not compact:
         return None
     out: dict = {"type": "COMPACT"}
-    if policy_name:
+    if policy_name is not None and not (isinstance(policy_name, str) and not policy_name):
         out["policy_name"] = policy_name
     return out
 

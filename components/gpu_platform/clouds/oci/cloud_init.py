@@ -10,6 +10,13 @@ kubelet ``--register-with-taints``, passed to OKE's bootstrap with ``--kubelet-e
   ``oke bootstrap --kubelet-extra-args ...`` (the same dispatch oci-hpc-oke's ``files/oke-ubuntu-cloud-init.sh``
   does).
 
+On a DRA pool whose NVLink domain spans nodes (BM.GPU.GB200.4, BM.GPU.GB300.4) the script also turns the host's
+``nvidia-imex.service`` off before the node joins: NVIDIA's DRA driver runs the IMEX daemons of each ComputeDomain
+itself, and its prerequisites say the host unit "must be disabled" (``systemctl disable --now nvidia-imex.service &&
+systemctl mask nvidia-imex.service``, kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 docs/prerequisites.md), as
+oracle-quickstart/oci-hpc-oke's ``files/oke-ubuntu-cloud-init.sh`` does on BM.GPU.GB200*/GB300* shapes "for Dynamic
+Resource Allocation (DRA) compatibility".
+
 Pure functions: tests decode the rendered ``user_data`` and read the script back.
 """
 
@@ -31,6 +38,21 @@ CRIO_MEMLOCK_CONF = "/etc/crio/crio.conf.d/12-memlock.conf"
 CRIO_MEMLOCK = '[crio.runtime]\ndefault_ulimits = [\n    "memlock=-1:-1"\n]\n'
 # Oracle Linux does not grow the root filesystem into a boot volume larger than the image; oci-growfs does.
 GROWFS = "/usr/libexec/oci-growfs"
+IMEX_UNIT = "nvidia-imex.service"
+
+
+def imex_off_lines(unit: str = IMEX_UNIT) -> list[str]:
+    """Shell lines that stop, disable and mask the host IMEX unit where the image installs it. ``systemctl cat``
+    tests for the unit without a pipe: oci-hpc-oke's ``systemctl list-unit-files | grep -q`` can fail under this
+    script's ``pipefail`` when grep exits first and systemctl gets SIGPIPE."""
+    return [
+        f"if systemctl cat {unit} >/dev/null 2>&1; then",
+        f"  systemctl disable --now {unit}",
+        f"  systemctl mask {unit}",
+        "else",
+        f'  echo "gpu-platform: {unit} is not installed; nothing to disable"',
+        "fi",
+    ]
 
 
 def register_with_taints(taints: Sequence[Taint]) -> str:
@@ -38,8 +60,9 @@ def register_with_taints(taints: Sequence[Taint]) -> str:
     return "--register-with-taints=" + ",".join(t.as_string() for t in taints)
 
 
-def render_cloud_init(pool_name: str, taints: Sequence[Taint], rdma: bool = False) -> str:
-    """The bash ``user_data`` of a node of ``pool_name``: grow the root filesystem, RDMA tweaks, OKE bootstrap."""
+def render_cloud_init(pool_name: str, taints: Sequence[Taint], rdma: bool = False, host_imex_off: bool = False) -> str:
+    """The bash ``user_data`` of a node of ``pool_name``: grow the root filesystem, RDMA tweaks, the host IMEX unit
+    off (``host_imex_off``: DRA pools on multi-node NVLink shapes), OKE bootstrap."""
     lines = [
         "#!/bin/bash",
         f"# gpu-platform: OKE GPU node of pool {pool_name}. OKE node pools have no taint field, so the taints",
@@ -54,6 +77,11 @@ def render_cloud_init(pool_name: str, taints: Sequence[Taint], rdma: bool = Fals
             f"cat >{CRIO_MEMLOCK_CONF} <<'EOF'",
             *CRIO_MEMLOCK.rstrip("\n").split("\n"),
             "EOF",
+        ]
+    if host_imex_off:
+        lines += [
+            "# NVIDIA's DRA driver runs the IMEX daemons of each ComputeDomain; the host's own unit must stay off.",
+            *imex_off_lines(),
         ]
     lines += [
         "if command -v oke >/dev/null 2>&1; then",

@@ -289,7 +289,8 @@ class OkeGpuNodePoolArgs(TypedDict, total=False):
     """AD names to place nodes in; an RDMA pool uses the first only (its compute cluster lives in one AD)."""
     image_id: pulumi.Input[str]
     """Node image OCID. Default: the newest OKE x86_64 GPU image for ``kubernetes_version``
-    (``get_node_pool_option``). Required on RDMA pools: OKE's GPU images carry no RDMA (OFED) stack."""
+    (``get_node_pool_option``). Required on RDMA pools (OKE's GPU images carry no RDMA (OFED) stack), AMD Instinct
+    shapes and arm64 shapes (BM.GPU.GB200.4, BM.GPU.GB300.4: an aarch64 GPU image)."""
     zones: list[int]
     """Availability domain numbers (1-3) to place the nodes in, picked from ``availability_domains``. Default: all
     of them (an RDMA pool: the first)."""
@@ -302,14 +303,17 @@ class OkeGpuNodePoolArgs(TypedDict, total=False):
     """Initial node count. Default: the pool's ``min_nodes``; later changes are left to the autoscaler
     when ``max_nodes > min_nodes``."""
     compute_cluster_id: pulumi.Input[str]
-    """RDMA pools only: an existing compute cluster to join. Default: one is created in the pool's AD."""
+    """RDMA pools only: an existing compute cluster to join. Default: one is created in the pool's AD. Required on
+    shapes sold as dedicated capacity only (BM.GPU.GB200.4, BM.GPU.GB300.4): the compute cluster of that capacity,
+    whose GPU memory clusters (the racks' NVLink domains) are set up outside OKE."""
     disable_oke_device_plugin: bool
     """Label nodes so OKE's own NVIDIA device plugin stays off (the GPU Operator or our plugin runs). Default false."""
 
 
 class OkeGpuNodePool(pulumi.ComponentResource):
     """An OKE managed node pool of one GPU shape, tainted and labelled for the platform; on RoCE shapes with
-    ``rdma_fabric`` set, its nodes join a compute cluster for the RDMA cluster network."""
+    ``rdma_fabric`` set, its nodes join a compute cluster for the RDMA cluster network. On a DRA pool of a
+    multi-node NVLink shape (GB200/GB300 NVL72) the nodes' cloud-init turns the host's ``nvidia-imex.service`` off."""
 
     node_pool_id: pulumi.Output[str]
     image_id: pulumi.Output[str]
@@ -363,7 +367,8 @@ class OkeGpuNodePool(pulumi.ComponentResource):
         }
         if compute_cluster_id is not None:
             node_config["compute_cluster_id"] = compute_cluster_id
-        script = oci_cloud_init.render_cloud_init(pool.name, pool.taints, rdma=rdma)
+        script = oci_cloud_init.render_cloud_init(pool.name, pool.taints, rdma=rdma,
+                                                  host_imex_off=pool.dra and pool.multi_node_nvlink)
         # The cluster autoscaler owns the size of a pool that may scale; Pulumi only sets the initial size.
         ignore = ["nodeConfigDetails.size"] if pool.max_nodes > pool.min_nodes else []
 

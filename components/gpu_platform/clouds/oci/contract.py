@@ -11,11 +11,12 @@ from ... import catalog, control_plane
 from ...component_args import Args, Rule, at_least, between
 from .options import (
     AD_NAME,
-    AMD_IMAGE_PROBLEM,
     MAX_AVAILABILITY_DOMAINS,
     MAX_BOOT_VOLUME_GIB,
     MIN_BOOT_VOLUME_GIB,
     PATCH_VERSION,
+    compute_cluster_problem,
+    image_problem,
     is_bare_metal,
     ocid_problem,
     vcn_cidr_problem,
@@ -134,7 +135,9 @@ def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
 
 def check_pool(checker: Args, args: Mapping[str, Any]) -> None:
     """RDMA pools: bare metal, not preemptible, an RDMA-ready image, one AD; ``compute_cluster_id`` only on RDMA
-    pools; ``preemptible`` agrees with the pool's ``spot`` and needs a VM shape; ``size`` within the bounds."""
+    pools, and required on dedicated-capacity shapes (GB200/GB300 racks); an image on AMD and arm64 shapes
+    (`options.image_problem`); ``preemptible`` agrees with the pool's ``spot`` and needs a VM shape; ``size`` within
+    the bounds."""
     pool = args["pool"]
     rdma = pool.get("rdma_fabric") == catalog.ROCE
     preemptible = args.get("preemptible", pool.get("spot", False))
@@ -146,8 +149,14 @@ def check_pool(checker: Args, args: Mapping[str, Any]) -> None:
     if preemptible and is_bare_metal(pool["instance_type"]):
         checker.fail("pool.spot", f"OCI preemptible capacity does not support bare metal shapes such as "
                                   f"'{pool['instance_type']}'; use a VM.GPU shape or spot false")
-    if "image_id" not in args and catalog.vendor_of(pool.get("gpu_model", "")).key == catalog.AMD:
-        checker.fail("image_id", AMD_IMAGE_PROBLEM)
+    shape = catalog.SHAPES.get(("oci", pool["instance_type"]))
+    # The catalog knows a shape's CPU; a spec of an uncatalogued shape says its own.
+    architecture = shape.architecture if shape is not None else pool.get("architecture") or catalog.AMD64
+    missing_image = image_problem(pool.get("gpu_model", ""), architecture, pool["instance_type"])
+    if "image_id" not in args and missing_image is not None:
+        checker.fail("image_id", missing_image)
+    if "compute_cluster_id" not in args and compute_cluster_problem(shape, "pool.rdma_fabric 'roce'") is not None:
+        checker.fail("compute_cluster_id", compute_cluster_problem(shape, "pool.rdma_fabric 'roce'"))
     if rdma and "image_id" not in args:
         checker.fail("image_id", "is required on an RDMA pool; OKE's Oracle Linux GPU images have no RDMA (OFED) "
                                  "stack, import an RDMA-ready image (oracle-quickstart/oci-hpc-oke)")

@@ -20,10 +20,15 @@ Pool keys (per ``nodePools[]`` entry), each an `OkeGpuNodePool` argument (`pool_
 
 - ``imageId``: node image OCID; default: the newest OKE GPU image for the version. Required with ``rdma: true``
   (OKE's Oracle Linux GPU images carry no RDMA/OFED stack; oracle-quickstart/oci-hpc-oke only supports its
-  custom Ubuntu DOCA-OFED images on RDMA pools) and on AMD Instinct shapes (OKE's GPU images are NVIDIA's; the
-  oci-hpc-oke ROCm image carries the amdgpu driver).
+  custom Ubuntu DOCA-OFED images on RDMA pools), on AMD Instinct shapes (OKE's GPU images are NVIDIA's; the
+  oci-hpc-oke ROCm image carries the amdgpu driver) and on arm64 shapes (BM.GPU.GB200.4, BM.GPU.GB300.4: OKE's
+  GPU images are x86_64; oci-hpc-oke lists Ubuntu aarch64 DOCA-OFED GPU images for them).
 - ``bootVolumeSizeGiB``: boot volume (default 512: GPU images plus multi-GB model/training container images).
-- ``computeClusterId``: join an existing compute cluster instead of creating one (``rdma: true`` only).
+- ``computeClusterId``: join an existing compute cluster instead of creating one (``rdma: true`` only). Required on
+  shapes OCI sells as dedicated capacity only (catalog ``capacity: reservation``: BM.GPU.GB200.4, BM.GPU.GB300.4),
+  whose hosts sit in a compute cluster with the GPU memory clusters of their NVLink racks ("GPU Memory Cluster and
+  Memory Fabric": "You must be a Dedicated Capacity customer"; memory clusters are used "in conjunction with, not
+  instead of, compute clusters"). The platform neither creates nor resizes GPU memory clusters.
 - ``zones`` (shared key): AD numbers or AD names (``Uocm:US-ASHBURN-AD-2``) for this pool; one for RDMA pools.
 - ``spot`` (shared key) maps to OCI preemptible capacity, which OCI offers on VM shapes only.
 """
@@ -48,6 +53,30 @@ AMD_IMAGE_PROBLEM = ("is required on an AMD Instinct shape: OKE's GPU images car
                      "image of oracle-quickstart/oci-hpc-oke docs/worker-node-images.md (BM.GPU.MI300X.8: Ubuntu with "
                      "ROCm and DOCA-OFED), which carries the amdgpu driver the AMD GPU Operator then uses")
 """Why an AMD pool names its image: the newest OKE GPU image the platform would pick is an NVIDIA one."""
+SHAPE_RESERVATION = "reservation"
+"""`catalog.MachineShape.capacity` of shapes OCI sells as dedicated capacity only (GB200/GB300 NVL72 racks)."""
+
+
+def image_problem(gpu_model: str, architecture: str, shape_name: str) -> Optional[str]:
+    """Why a pool must name its ``imageId`` whatever else it sets (the OKE GPU image the platform would pick, an
+    NVIDIA x86_64 one (`images.pick_gpu_image`), cannot run it), or None."""
+    if catalog.vendor_of(gpu_model).key == catalog.AMD:
+        return AMD_IMAGE_PROBLEM
+    if architecture != catalog.AMD64:
+        return (f"is required on {shape_name}: its nodes are {architecture} (Grace) and OKE's GPU images are "
+                "NVIDIA x86_64 ones; import an arm64 (aarch64) GPU image, such as the Canonical-Ubuntu-24.04-aarch64 "
+                "DOCA-OFED GPU images of oracle-quickstart/oci-hpc-oke docs/worker-node-images.md")
+    return None
+
+
+def compute_cluster_problem(shape: Any, spell_rdma: str) -> Optional[str]:
+    """Why a pool of ``shape`` must name an existing compute cluster, or None (``spell_rdma``: how the caller spells
+    the RDMA switch, ``rdma: true`` or ``pool.rdma_fabric 'roce'``)."""
+    if shape is None or shape.capacity != SHAPE_RESERVATION:
+        return None
+    return (f"is required on {shape.name}: OCI sells it as dedicated capacity only, its hosts in a compute cluster "
+            "whose GPU memory clusters form the racks' NVLink domains; set that compute cluster's OCID (with "
+            f"{spell_rdma})")
 
 DEFAULT_VCN_CIDR = "10.0.0.0/16"
 DEFAULT_BOOT_VOLUME_GIB = 512
@@ -218,13 +247,17 @@ def is_bare_metal(shape_name: str) -> bool:
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> OciPoolOptions:
     image_id = read_ocid(raw, "imageId", path, "image")
-    if image_id is None and shape is not None and catalog.vendor_of(shape.gpu_model).key == catalog.AMD:
-        raise ConfigError(join(path, "imageId"), AMD_IMAGE_PROBLEM)
+    architecture = shape.architecture if shape is not None else catalog.AMD64
+    missing_image = image_problem(pool.gpu_model, architecture, pool.instance_type)
+    if image_id is None and missing_image is not None:
+        raise ConfigError(join(path, "imageId"), missing_image)
     if pool.rdma and image_id is None:
         raise ConfigError(join(path, "imageId"),
                           "is required with rdma: true; OKE's Oracle Linux GPU images have no RDMA (OFED) stack, "
                           "import an RDMA-ready image (oracle-quickstart/oci-hpc-oke docs/worker-node-images.md)")
     compute_cluster_id = read_ocid(raw, "computeClusterId", path, "computecluster")
+    if compute_cluster_id is None and compute_cluster_problem(shape, "rdma: true") is not None:
+        raise ConfigError(join(path, "computeClusterId"), compute_cluster_problem(shape, "rdma: true"))
     if compute_cluster_id is not None and not pool.rdma:
         raise ConfigError(join(path, "computeClusterId"), "only applies with rdma: true")
     if pool.spot and is_bare_metal(pool.instance_type):

@@ -1,0 +1,35 @@
+"""What the platform runs on arm64 (Grace-Blackwell) GPU nodes, and why each piece can run there: data only.
+
+A chart or image earns its place in `ARM64_ON_GPU_NODES` with the evidence that its GPU-node pods are published for
+arm64; `SYSTEM_NODES_ONLY` holds the charts whose pods never land on GPU nodes (they tolerate none of the
+accelerator taints), so their architecture does not matter there. ``tests/test_arm64.py`` plans every stack with an
+arm64 pool and fails on a Helm release or a DaemonSet image in neither table.
+"""
+
+from . import versions
+
+ARM64_ON_GPU_NODES: dict[str, str] = {
+    versions.GPU_OPERATOR.name: "NVIDIA/gpu-operator multi-arch.mk builds --platform=linux/amd64,linux/arm64 (operator "
+                                "and operands: GFD, toolkit, validator, DCGM exporter, MIG manager; NVIDIA's platform "
+                                "support lists Arm64 (Grace) with Ubuntu)",
+    versions.DRA_DRIVER.name: "kubernetes-sigs/dra-driver-nvidia-gpu deployments/container/Makefile builds "
+                              "--platform=linux/amd64,linux/arm64",
+    versions.NETWORK_OPERATOR.name: "Mellanox/network-operator CI builds linux/amd64,linux/arm64; the DOCA driver "
+                                    "container is tagged per architecture and the operator appends the node's",
+    versions.KUBE_PROMETHEUS_STACK.name: "its GPU-node pod is node-exporter: prometheus/node_exporter Makefile "
+                                         "DOCKER_ARCHS amd64 arm64 ...",
+    versions.DCGM_EXPORTER.name: "NVIDIA/dcgm-exporter Makefile PLATFORMS linux/amd64,linux/arm64",
+    versions.DEVICE_PLUGIN.name: "NVIDIA/k8s-device-plugin deployments/container/multi-arch.mk "
+                                 "--platform=linux/amd64,linux/arm64",
+    versions.EFA_DEVICE_PLUGIN.name: "aws/eks-charts aws-efa-k8s-device-plugin values list Graviton and "
+                                     "p6e-gb200/p6e-gb300 instance types in the DaemonSet's node affinity",
+    versions.CALICO_NODE_IMAGE.tagged: "image_digests.json: the multi-arch index, built for x86_64 and arm64",
+}
+"""Charts (by chart name) and images (by ``repository:tag``) whose pods run on GPU nodes, with the evidence that
+they are published for arm64."""
+
+SYSTEM_NODES_ONLY: frozenset[str] = frozenset({
+    versions.KUEUE.name, versions.KEDA.name, versions.VPA.name, versions.CLUSTER_AUTOSCALER.name,
+    versions.KARPENTER.name, versions.CERT_MANAGER.name, versions.JOBSET.name,
+})
+"""Charts whose pods tolerate no accelerator taint: they run on the (x86) system nodes only."""
