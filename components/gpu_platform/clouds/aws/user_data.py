@@ -18,23 +18,10 @@ import base64
 from typing import Optional
 
 from ...pools import GpuPool
+from ..host_imex import imex_off_lines
 
 BOUNDARY = "==GPUPLATFORM=="
 """MIME boundary of the archive (fixed: the same pool renders the same launch template)."""
-IMEX_UNIT = "nvidia-imex.service"
-
-
-def imex_off_lines(unit: str = IMEX_UNIT) -> list[str]:
-    """Shell lines that stop, disable and mask the host IMEX unit where it is installed. ``systemctl cat`` tests the
-    unit without a pipe (a ``grep -q`` pipe under ``pipefail`` can fail on the writer's SIGPIPE)."""
-    return [
-        f"if systemctl cat {unit} >/dev/null 2>&1; then",
-        f"  systemctl disable --now {unit}",
-        f"  systemctl mask {unit}",
-        "else",
-        f'  echo "gpu-platform: {unit} is not installed; nothing to disable"',
-        "fi",
-    ]
 
 
 def host_script(pool: GpuPool) -> Optional[str]:

@@ -25,6 +25,7 @@ import shlex
 from collections.abc import Sequence
 
 from ...labels import Taint
+from ..host_imex import imex_off_lines
 
 IMDS = "http://169.254.169.254/opc/v2/instance/metadata"
 OKE_INIT_SCRIPT = "/var/run/oke-init.sh"
@@ -38,21 +39,6 @@ CRIO_MEMLOCK_CONF = "/etc/crio/crio.conf.d/12-memlock.conf"
 CRIO_MEMLOCK = '[crio.runtime]\ndefault_ulimits = [\n    "memlock=-1:-1"\n]\n'
 # Oracle Linux does not grow the root filesystem into a boot volume larger than the image; oci-growfs does.
 GROWFS = "/usr/libexec/oci-growfs"
-IMEX_UNIT = "nvidia-imex.service"
-
-
-def imex_off_lines(unit: str = IMEX_UNIT) -> list[str]:
-    """Shell lines that stop, disable and mask the host IMEX unit where the image installs it. ``systemctl cat``
-    tests for the unit without a pipe: oci-hpc-oke's ``systemctl list-unit-files | grep -q`` can fail under this
-    script's ``pipefail`` when grep exits first and systemctl gets SIGPIPE."""
-    return [
-        f"if systemctl cat {unit} >/dev/null 2>&1; then",
-        f"  systemctl disable --now {unit}",
-        f"  systemctl mask {unit}",
-        "else",
-        f'  echo "gpu-platform: {unit} is not installed; nothing to disable"',
-        "fi",
-    ]
 
 
 def register_with_taints(taints: Sequence[Taint]) -> str:
