@@ -177,7 +177,9 @@ def test_training_program_runs_distributed_and_resumes(tmp_path):
 
     def steps_printed(command: list[str], **extra: str) -> list[str]:
         result = subprocess.run(command, env={**env, **extra}, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr[-2000:]
+        # A rank's own error sits above torchrun's summary: keep enough of both streams to see it if this fails.
+        assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout[-2000:]}\n" \
+                                       f"stderr: {result.stderr[-8000:]}"
         return [line.split(" loss")[0] for line in result.stdout.splitlines() if line.startswith("step")]
 
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)]
