@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform import catalog, config, control_plane, generate
+from gpu_platform import catalog, config, control_plane, gateway_config, generate, llm_config
 from gpu_platform.docgen import config_reference
 from gpu_platform.docgen.accepted_keys import key_checks
 from gpu_platform.testing import run_program
@@ -54,6 +54,8 @@ EXPECTED_SECTIONS = {
     "nodepools-taints": lambda: _checked(config, "parse_taint"),
     "teams": lambda: _checked(config, "parse_team"),
     **{name: (lambda n=name: _checked(config, f"parse_{n}")) for name in config_reference.SECTIONS},
+    "llm": lambda: _checked(llm_config, "parse_llm"),
+    "gateway": lambda: _checked(gateway_config, "parse_gateway"),
     # The managed clouds' shared API-endpoint and Secrets keys have their own table.
     **{f"{cloud}-cluster": (lambda c=cloud: set(_options(c).CLUSTER_KEYS) - control_plane.KEYS) for cloud in CLOUDS},
     "control-plane": lambda: control_plane.KEYS,

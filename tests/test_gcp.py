@@ -237,8 +237,9 @@ def test_gke_network_objects_for_every_gpu_nic(a3_ultra):
     assert {n.inputs["spec"]["parametersRef"]["name"] for n in networks} == set(params)
     provider_urn = recording.one("pulumi:providers:kubernetes").urn
     assert all(n.provider.startswith(provider_urn) for n in networks)
-    # The Kubernetes layer waits for the system pool, both GPU pools and the 18 network objects.
-    assert len(handle.ready) == 1 + 2 + 18
+    # The Kubernetes layer waits for the system pool, both GPU pools, the 18 network objects and the proxy-only
+    # subnet of the Gateway.
+    assert len(handle.ready) == 1 + 2 + 18 + 1
 
 
 def test_rdma_pool_publishes_pod_annotations_and_no_extended_resource(a3_ultra):
@@ -268,7 +269,9 @@ def test_existing_network_and_zonal_cluster():
     recording, _, _ = build([{"name": "infer", "instanceType": "g2-standard-8", "minNodes": 2, "maxNodes": 2}],
                             network="shared-vpc", subnetwork="gke-nodes", podsRangeName="gke-pods",
                             servicesRangeName="gke-svc", zone=f"{REGION}-a", privateNodes=False,
-                            nodeServiceAccount="gke@gpu-dev-1.iam.gserviceaccount.com")
+                            nodeServiceAccount="gke@gpu-dev-1.iam.gserviceaccount.com",
+                            proxyOnlyCidr="172.16.0.0/23")
+    # The given network's own proxy-only subnet serves the Gateway: none is created.
     assert recording.of_type(NETWORK) == [] and recording.of_type(SUBNETWORK) == []
     assert recording.of_type("gcp:compute/routerNat:RouterNat") == []
     assert recording.of_type("gcp:serviceaccount/account:Account") == []

@@ -248,9 +248,11 @@ def test_command_line_writes_the_lock_then_check_passes_and_catches_a_moved_tag(
               ("calico/kube-controllers", "v3.31.3"): index_body("calico kube-controllers"),
               ("rocm/pytorch", versions.ROCM_TRAINING_IMAGE.tag): index_body("rocm pytorch"),
               ("neuron/neuron-monitor", "1.3.0"): index_body("neuron-monitor"),
-              ("library/python", "3.12-slim"): index_body("python")}
+              ("library/python", "3.12-slim"): index_body("python"),
+              ("vllm/vllm-openai", "v0.31.0"): index_body("vllm"),
+              ("gateway-api-inference-extension/epp", "v1.5.0"): index_body("epp")}
     with FakeRegistry(bodies) as fake:
-        hosts = ("nvcr.io", "quay.io", "docker.io", "public.ecr.aws")
+        hosts = ("nvcr.io", "quay.io", "docker.io", "public.ecr.aws", "registry.k8s.io")
         registries = [arg for host in hosts for arg in ("--registry", f"{host}={fake.url}")]
         common = ["--lock", str(lock), "--timeout", "5", *registries]
         check = run_script("--check", *common)
@@ -269,6 +271,9 @@ def test_command_line_writes_the_lock_then_check_passes_and_catches_a_moved_tag(
             versions.ROCM_TRAINING_IMAGE.tagged: sha(bodies[("rocm/pytorch", versions.ROCM_TRAINING_IMAGE.tag)]),
             "public.ecr.aws/neuron/neuron-monitor:1.3.0": sha(bodies[("neuron/neuron-monitor", "1.3.0")]),
             "docker.io/library/python:3.12-slim": sha(bodies[("library/python", "3.12-slim")]),
+            "docker.io/vllm/vllm-openai:v0.31.0": sha(bodies[("vllm/vllm-openai", "v0.31.0")]),
+            "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0":
+                sha(bodies[("gateway-api-inference-extension/epp", "v1.5.0")]),
         }
         assert run_script("--check", *common).returncode == 0
 

@@ -140,8 +140,10 @@ MISUSE = [
      "InferenceService inf: min_replicas: must be >= 1, got 0"),
     (lambda: InferenceService("inf", {"pool": L4.spec(), "min_replicas": 6, "max_replicas": 4}),
      "InferenceService inf: max_replicas: must be >= min_replicas (6), got 4"),
-    (lambda: InferenceService("inf", {"pool": L4.spec(), "ingress_class": "traefik"}),
-     "InferenceService inf: ingress_class: takes effect only with ingress_host (the Ingress)"),
+    (lambda: InferenceService("inf", {"pool": L4.spec(), "route": {
+        "gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http", "implementation": "gke",
+        "rate_limit_per_minute": 0}}),
+     "InferenceService inf: route.rate_limit_per_minute: must be >= 1, got 0"),
     (lambda: InferenceService("inf", {"pool": L4.spec(), "autoscaler": "none", "cpu_utilization": 50}),
      "InferenceService inf: cpu_utilization: takes effect only with an autoscaler"),
     (lambda: InferenceService("inf", {"pool": L4.spec(), "namespace": "Inference"}),
@@ -198,8 +200,9 @@ def test_a_gpu_pool_object_is_taken_where_a_spec_is_expected():
 def test_inference_sizing_and_batching_args_reach_the_deployment_and_autoscaler():
     rec = run_program(lambda: InferenceService("inf", {
         "pool": L4.spec(), "cpu_request": "1500m", "memory_request": "6Gi", "max_wait_ms": 2.5, "max_queue": 64,
-        "deadline_ms": 250, "cpu_utilization": 55, "autoscaler": "hpa", "ingress_host": "infer.example.com",
-        "ingress_class": "traefik"}))
+        "deadline_ms": 250, "cpu_utilization": 55, "autoscaler": "hpa", "route": {
+            "gateway_name": "edge", "gateway_namespace": "gateway", "section_name": "http",
+            "implementation": "envoy-gateway", "hostname": "infer.example.com", "request_timeout": "30s"}}))
     container = rec.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"]["cpu"] == "1500m"
     assert container["resources"]["requests"]["memory"] == container["resources"]["limits"]["memory"] == "6Gi"
@@ -207,7 +210,11 @@ def test_inference_sizing_and_batching_args_reach_the_deployment_and_autoscaler(
     assert (env["MAX_WAIT_MS"], env["MAX_QUEUE"], env["DEADLINE_MS"]) == ("2.5", "64", "250")
     hpa = rec.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler").inputs
     assert hpa["spec"]["metrics"][0]["resource"]["target"] == {"type": "Utilization", "averageUtilization": 55}
-    assert rec.one("kubernetes:networking.k8s.io/v1:Ingress").inputs["spec"]["ingressClassName"] == "traefik"
+    route = rec.one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute").inputs["spec"]
+    assert (route["parentRefs"][0]["name"], route["hostnames"], route["rules"][0]["timeouts"]) == (
+        "edge", ["infer.example.com"], {"request": "30s"})
+    # No body or rate limit given: no BackendTrafficPolicy.
+    assert rec.of_type("kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy") == []
 
 
 def test_monitoring_storage_class_and_runbook_url_reach_the_release_and_alerts():

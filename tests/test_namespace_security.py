@@ -22,6 +22,11 @@ PLATFORM_NAMESPACES = {
     # kube/amd_values.py, kube/tpu.py).
     "aws-neuron": "privileged", "kube-amd-gpu": "privileged", "cert-manager": "restricted",
     "jobset-system": "restricted",
+    # The Gateway's namespace (only cert-manager's ACME solver pods ever run there), Envoy Gateway's controller and
+    # Envoy pods, Envoy AI Gateway's controller: all meet restricted (kube/namespace_security.py names the sources).
+    "gateway": "restricted", "envoy-gateway-system": "restricted", "envoy-ai-gateway-system": "restricted",
+    # The LLM service: vLLM and its endpoint picker, the platform's own pods (kube/llm_objects.py).
+    "llm": "restricted",
 }
 """Every namespace of the reference stacks that is not a team's, with the level it must enforce."""
 NEVER_LABELLED = {"kube-system", "gke-managed-system"}
@@ -35,7 +40,8 @@ def test_decision_table():
     assert {role: s.level for role, s in namespace_security.NAMESPACE_LEVELS.items()} == {
         "gpu-software": "privileged", "network-operator": "privileged", "monitoring": "privileged",
         "keda": "restricted", "kueue": "restricted", "vpa": "restricted", "optimizer": "restricted",
-        "inference": "restricted"}
+        "inference": "restricted", "llm": "restricted", "gateway": "restricted", "envoy-gateway": "restricted",
+        "envoy-ai-gateway": "restricted"}
     for security in namespace_security.NAMESPACE_LEVELS.values():
         assert security.reason
     assert set(namespace_security.FABRIC_NEEDS) == {"infiniband", "roce", "gpudirect-tcpx", "gpudirect-tcpxo",

@@ -11,6 +11,7 @@ import yaml
 from test_workload_security import image_references, repository_of, stack_config
 
 from gpu_platform import catalog, cli, plan, versions
+from gpu_platform.gateway_config import https_host, publishes_services
 from gpu_platform.kube import autoscaling_plan, workloads
 from gpu_platform.pools import training_pool
 
@@ -48,12 +49,17 @@ def cloud_of(stack):
 VENDOR_NAMESPACES = {catalog.AWS_NEURON: {"aws-neuron"}, catalog.AMD: {"kube-amd-gpu", "cert-manager"},
                      catalog.GOOGLE_TPU: {"jobset-system"}}
 """The namespaces each vendor's software runs in (kube/neuron.py, kube/amd.py, kube/tpu.py)."""
-OPTIONAL_NAMESPACES = {"gpu-optimizer", "inference", *(ns for group in VENDOR_NAMESPACES.values() for ns in group)}
+GATEWAY_NAMESPACES = {"gateway", "envoy-gateway-system", "envoy-ai-gateway-system"}
+"""The Gateway's namespace, Envoy Gateway's and Envoy AI Gateway's (kube/gateway.py)."""
+OPTIONAL_NAMESPACES = {"gpu-optimizer", "inference", "llm", *GATEWAY_NAMESPACES,
+                       *(ns for group in VENDOR_NAMESPACES.values() for ns in group)}
 
 
 def expected_namespaces(stack):
     """The namespaces the stack's configuration makes: monitoring, the optimizer's where it runs (NVIDIA or AMD
-    pools), the inference app's where inference is on and has a pool, and each accelerator vendor's."""
+    pools), the inference app's where inference is on and has a pool, each accelerator vendor's, and the gateway's
+    where the stack publishes a service (Envoy Gateway's off GKE, Envoy AI Gateway's with an LLM service too;
+    cert-manager's for an HTTPS listener)."""
     cfg = stack_config(stack)
     pools = cfg.gpu_pools()
     names = {"monitoring"}
@@ -61,22 +67,36 @@ def expected_namespaces(stack):
         names.add("gpu-optimizer")
     if cfg.inference.enabled and workloads.chosen_pool(cfg, pools) is not None:
         names.add("inference")
+    if cfg.llm is not None:
+        names.add(cfg.llm.namespace)
     for pool in pools:
         names |= VENDOR_NAMESPACES.get(pool.vendor, set())
+    if publishes_services(cfg):
+        names.add("gateway")
+        if cfg.cloud != "gcp":
+            names.add("envoy-gateway-system")
+            if cfg.llm is not None:
+                names.add("envoy-ai-gateway-system")
+        if https_host(cfg) is not None:
+            names.add("cert-manager")
     return names
 
 
 def test_each_stack_expects_the_namespaces_its_configuration_makes():
-    nvidia = {"monitoring", "gpu-optimizer", "inference"}
+    # The Gateway in front of the inference app: Envoy Gateway's namespace beside it, GKE's controller outside.
+    envoy = {"gateway", "envoy-gateway-system"}
+    nvidia = {"monitoring", "gpu-optimizer", "inference", *envoy}
+    gke = {"monitoring", "gpu-optimizer", "inference", "gateway"}
     assert {stack: expected_namespaces(stack) for stack in STACKS} == {
-        "aws-dev": nvidia, "aws-karpenter": nvidia, "azure-dev": nvidia, "existing": nvidia, "gcp-dev": nvidia,
-        "oci-dev": nvidia,
-        "aws-neuron": {"monitoring", "inference", "aws-neuron"},
-        "azure-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager"},
-        "oci-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager"},
+        # aws-dev serves an LLM too: Envoy AI Gateway resolves its InferencePool.
+        "aws-dev": nvidia | {"llm", "envoy-ai-gateway-system"}, "aws-karpenter": nvidia, "azure-dev": nvidia,
+        "existing": nvidia, "gcp-dev": gke, "oci-dev": nvidia,
+        "aws-neuron": {"monitoring", "inference", "aws-neuron", *envoy},
+        "azure-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager", *envoy},
+        "oci-mi300x": {"monitoring", "gpu-optimizer", "inference", "kube-amd-gpu", "cert-manager", *envoy},
         "gcp-tpu": {"monitoring", "jobset-system"},
         # Racks: DRA pools add no namespace (the DRA driver runs in the NVIDIA stack's own).
-        "aws-gb200": nvidia, "azure-gb200": nvidia, "gcp-a4x": nvidia, "oci-gb200": nvidia,
+        "aws-gb200": nvidia, "azure-gb200": nvidia, "gcp-a4x": gke, "oci-gb200": nvidia,
     }
 
 

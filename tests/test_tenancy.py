@@ -100,12 +100,12 @@ def test_team_group_gets_the_edit_role():
 
 
 def test_network_policies_deny_ingress_except_namespace_monitoring_and_ingress():
-    policies = by_kind(build(ingress_namespaces=["ingress-nginx", "gateway"]), "NetworkPolicy")
+    policies = by_kind(build(ingress_namespaces=["envoy-gateway-system", "gateway"]), "NetworkPolicy")
     assert policies["default-deny-ingress"]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
     assert policies["allow-same-namespace"]["spec"]["ingress"] == [{"from": [{"podSelector": {}}]}]
     assert policies["allow-monitoring"]["spec"]["ingress"] == [{"from": [PROMETHEUS_PEER]}]
     assert policies["allow-ingress-controller"]["spec"]["ingress"] == [{"from": [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "envoy-gateway-system"}}},
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateway"}}}]}]
 
 

@@ -29,7 +29,9 @@ POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 
 CONTAINER_SECURITY_CONTEXT = {
     "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
-API_CLIENTS = {("CronJob", "gpu-optimizer"): "lists and patches workloads through the Kubernetes API"}
+API_CLIENTS = {("CronJob", "gpu-optimizer"): "lists and patches workloads through the Kubernetes API",
+               ("Deployment", "llm-epp"): "the LLM service's endpoint picker watches its InferencePool and the pool's "
+                                          "pods through the Kubernetes API (a Role in its namespace)"}
 """Pods that keep a service-account token, and why; every other platform pod has none."""
 THIRD_PARTY_PODS: dict[tuple[str, str], str] = {
     ("DaemonSet", "calico-node"): "Calico's node agent as Oracle documents it for OKE: privileged, host network "
@@ -57,6 +59,7 @@ INFERENCE_PODS = {("Deployment", "sentiment")}
 OPTIMIZER_PODS = {("CronJob", "gpu-optimizer")}
 NEURON_PODS = {("DaemonSet", "neuron-monitor")}
 TPU_EXAMPLE_PODS = {("JobSet", tpu_objects.EXAMPLE_NAME)}
+LLM_PODS = {("Deployment", "llm"), ("Deployment", "llm-epp")}
 
 
 def stack_config(stack: str) -> config.PlatformConfig:
@@ -81,11 +84,14 @@ def platform_pods(stack: str) -> set[tuple[str, str]]:
         pods |= NEURON_PODS
     if autoscaling_plan.reference_tpu_slice(cfg, pools) is not None:
         pods |= TPU_EXAMPLE_PODS
+    if cfg.llm is not None:
+        pods |= LLM_PODS
     return pods
 
 
 EXPECTED_PODS = {
-    "aws-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    # aws-dev also serves an LLM (vLLM and its endpoint picker) on its L4 pool.
+    "aws-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS | LLM_PODS,
     "aws-karpenter": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
     "azure-dev": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
     "existing": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
@@ -200,7 +206,7 @@ def test_every_reference_stack_ships_the_platform_pods(manifests, stack):
     expected = platform_pods(stack)
     assert found >= expected, sorted(found)
     # Nothing of a layer the configuration leaves out.
-    layers = TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS | NEURON_PODS | TPU_EXAMPLE_PODS
+    layers = TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS | NEURON_PODS | TPU_EXAMPLE_PODS | LLM_PODS
     assert not (found & layers) - expected, sorted(found)
 
 

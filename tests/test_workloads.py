@@ -8,6 +8,7 @@ import yaml
 from gpu_platform import labels
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
+from gpu_platform.kube import gateway_objects
 from gpu_platform.kube import inference_objects as objects
 from gpu_platform.kube.keda import KedaOperator, keda_values
 from gpu_platform.kube.workloads import InferenceService, chosen_pool, inference_args, spec_from_args
@@ -35,6 +36,18 @@ A100_SPOT = GpuPool("a100-spot", "azure", "Standard_NC24ads_A100_v4", "a100-80gb
                     memory_gib_per_node=220, spot=True, user_taints=(Taint("dedicated", "inference"),),
                     extra_taints=(AKS_SPOT_TAINT,))
 H100_HAMI = GpuPool("h100-hami", "existing", "", "h100", 8, 80, 1, 1, sharing=Sharing("hami", 4))
+
+
+ENVOY_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "envoy-gateway-system"}},
+              "podSelector": {"matchLabels": {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
+                                              "app.kubernetes.io/managed-by": "envoy-gateway"}}}
+ROUTE = gateway_objects.RouteTarget(gateway_name="inference", gateway_namespace="gateway", section_name="https",
+                                    implementation="envoy-gateway", hostname="sentiment.example.com",
+                                    request_timeout="10s", max_request_body_size="1Mi", rate_limit_per_minute=600,
+                                    data_plane_peers=(ENVOY_PEER,))
+GKE_ROUTE = gateway_objects.RouteTarget(gateway_name="inference", gateway_namespace="gateway", section_name="http",
+                                        implementation="gke", request_timeout="2m",
+                                        data_plane_peers=({"ipBlock": {"cidr": "10.9.0.0/23"}},))
 
 
 def spec(pool=L4, **kw) -> objects.InferenceSpec:
@@ -159,27 +172,59 @@ def test_cpu_hpa_when_keda_has_no_prometheus_or_hpa_is_asked():
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
 
 
-def test_network_policy_admits_ingress_controller_monitoring_and_same_namespace_only():
-    np = objects.network_policy(spec())["spec"]
+PROMETHEUS_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                   "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus",
+                                                   "app.kubernetes.io/instance": "kube-prometheus-stack-prometheus"}}}
+
+
+def test_network_policy_admits_the_gateway_data_plane_monitoring_and_same_namespace_only():
+    np = objects.network_policy(spec(route=ROUTE))["spec"]
     assert np["policyTypes"] == ["Ingress"]
-    assert np["ingress"] == [{"from": [
-        {"podSelector": {}},
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}},
-        # Prometheus' pods only, not Grafana or Alertmanager beside them.
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
-         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus",
-                                         "app.kubernetes.io/instance": "kube-prometheus-stack-prometheus"}}},
-    ], "ports": [{"protocol": "TCP", "port": 8080}]}]
-    without_monitoring = objects.network_policy(objects.InferenceSpec(pool=L4))["spec"]["ingress"][0]["from"]
-    assert len(without_monitoring) == 2
+    # Envoy Gateway's Envoy pods, and Prometheus' pods only (not Grafana or Alertmanager beside them).
+    assert np["ingress"] == [{"from": [{"podSelector": {}}, ENVOY_PEER, PROMETHEUS_PEER],
+                              "ports": [{"protocol": "TCP", "port": 8080}]}]
+    gke = objects.network_policy(spec(route=GKE_ROUTE))["spec"]["ingress"][0]["from"]
+    assert gke == [{"podSelector": {}}, {"ipBlock": {"cidr": "10.9.0.0/23"}}, PROMETHEUS_PEER]
+    # No route: nothing from outside the namespace but Prometheus; neither: the namespace alone.
+    assert objects.network_policy(spec())["spec"]["ingress"][0]["from"] == [{"podSelector": {}}, PROMETHEUS_PEER]
+    assert objects.network_policy(objects.InferenceSpec(pool=L4))["spec"]["ingress"][0]["from"] == [
+        {"podSelector": {}}]
 
 
-def test_ingress_publishes_only_analyze():
-    ing = objects.ingress(spec(ingress_host="sentiment.example.com"))
-    assert ing["metadata"]["annotations"] == {"nginx.ingress.kubernetes.io/proxy-body-size": "1m"}
-    assert ing["spec"] == {"ingressClassName": "nginx", "rules": [{"host": "sentiment.example.com", "http": {
-        "paths": [{"path": "/analyze", "pathType": "Exact",
-                   "backend": {"service": {"name": "sentiment", "port": {"name": "http"}}}}]}}]}
+def test_http_route_publishes_only_analyze_on_the_gateway():
+    assert objects.http_route(spec()) is None and objects.route_policies(spec()) == []
+    route = objects.http_route(spec(route=ROUTE))
+    assert route["metadata"] == {"name": "sentiment", "namespace": "inference", "labels": {
+        "app.kubernetes.io/managed-by": "gpu-platform", "app.kubernetes.io/name": "sentiment"}}
+    assert route["spec"] == {
+        "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference",
+                        "namespace": "gateway", "sectionName": "https"}],
+        "hostnames": ["sentiment.example.com"],
+        "rules": [{"matches": [{"path": {"type": "Exact", "value": "/analyze"}}],
+                   "backendRefs": [{"name": "sentiment", "port": 80}], "timeouts": {"request": "10s"}}]}
+    (policy,) = objects.route_policies(spec(route=ROUTE))
+    assert (policy["kind"], policy["metadata"]["name"], policy["metadata"]["namespace"]) == (
+        "BackendTrafficPolicy", "sentiment", "inference")
+    assert policy["spec"] == {
+        "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "sentiment"}],
+        "requestBuffer": {"limit": "1Mi"},
+        "rateLimit": {"local": {"rules": [{"limit": {"requests": 600, "unit": "Minute"}}]}}}
+    # The route's namespace may attach routes to the Gateway.
+    assert objects.namespace(spec(route=ROUTE))["metadata"]["labels"]["gpu-platform.io/gateway-routes"] == "true"
+    assert "gpu-platform.io/gateway-routes" not in objects.namespace(spec())["metadata"]["labels"]
+
+
+def test_gke_route_has_its_timeout_and_health_check_on_the_service():
+    route = objects.http_route(spec(route=GKE_ROUTE))
+    assert "hostnames" not in route["spec"] and "timeouts" not in route["spec"]["rules"][0]
+    assert route["spec"]["parentRefs"][0]["sectionName"] == "http"
+    backend, health = objects.route_policies(spec(route=GKE_ROUTE))
+    service = {"group": "", "kind": "Service", "name": "sentiment"}
+    assert (backend["kind"], backend["spec"]) == ("GCPBackendPolicy", {"targetRef": service,
+                                                                       "default": {"timeoutSec": 120}})
+    assert (health["kind"], health["spec"]) == ("HealthCheckPolicy", {"targetRef": service, "default": {"config": {
+        "type": "HTTP", "httpHealthCheck": {"portSpecification": "USE_FIXED_PORT", "port": 8080,
+                                            "requestPath": "/readyz"}}}})
 
 
 def test_service_monitor_scrapes_metrics_and_carries_the_release_label():
@@ -196,10 +241,11 @@ def test_pdb_allows_one_disruption():
 
 @pytest.mark.parametrize("variant", ["keda", "hpa"])
 def test_every_object_matches_its_schema(variant):
-    s = spec(L4_SLICED, autoscaler=variant, ingress_host="infer.example.com", model_cache_size="20Gi",
+    s = spec(L4_SLICED, autoscaler=variant, route=ROUTE, model_cache_size="20Gi",
              service_monitor_labels={"release": "kube-prometheus-stack"})
     bodies = [objects.namespace(s), objects.service_account(s), objects.deployment(s), objects.service(s),
-              objects.pod_disruption_budget(s), objects.network_policy(s), objects.ingress(s),
+              objects.pod_disruption_budget(s), objects.network_policy(s), objects.http_route(s),
+              *objects.route_policies(s), *objects.route_policies(spec(route=GKE_ROUTE)),
               objects.model_cache_claim(s), objects.service_monitor(s),
               objects.scaled_object(s) if variant == "keda" else objects.horizontal_pod_autoscaler(s)]
     for body in bodies:
@@ -234,6 +280,17 @@ def test_the_scaled_object_schema_is_enforced():
         ({"pool": L4.spec(), "model_cache_size": "20Gi", "model_cache_access_mode": "ReadWriteSome"},
          "model_cache_access_mode: 'ReadWriteSome' is not one of ReadWriteMany, ReadWriteOnce, ReadOnlyMany; did you "
          "mean 'ReadWriteOnce'?"),
+        # The Ingress's arguments name what replaced them.
+        ({"pool": L4.spec(), "ingress_host": "infer.example.com"},
+         "ingress_host: was replaced by route: the app is published through an HTTPRoute on the stack's Gateway "
+         "(route.hostname is the host name; InferenceGateway.route_args builds route)"),
+        ({"pool": L4.spec(), "route": {**ROUTE.args(), "request_timeout": "10 seconds"}},
+         "route.request_timeout: '10 seconds' is not a duration such as 10s or 2m"),
+        ({"pool": L4.spec(), "route": {**ROUTE.args(), "implementation": "nginx"}},
+         "route.implementation: 'nginx' is not one of envoy-gateway, gke"),
+        ({"pool": L4.spec(), "route": {"gateway_name": "inference"}}, "route.gateway_namespace: is required"),
+        ({"pool": L4.spec(), "route": {**GKE_ROUTE.args(), "rate_limit_per_minute": 60}},
+         "route.rate_limit_per_minute: takes effect only with Envoy Gateway (GKE's Gateway has no such limit)"),
     ],
 )
 def test_bad_args_are_rejected(args, message):
@@ -256,7 +313,7 @@ def test_component_registers_every_object_with_the_right_wiring():
     rec = run_program(lambda: InferenceService("inf", {
         "pool": L4.spec(), "prometheus_url": PROMETHEUS, "monitoring_namespace": "monitoring",
         "service_monitor": True, "service_monitor_labels": {"release": "kube-prometheus-stack"},
-        "ingress_host": "infer.example.com", "model_cache_size": "20Gi", "min_replicas": 2, "max_replicas": 5,
+        "route": ROUTE.args(), "model_cache_size": "20Gi", "min_replicas": 2, "max_replicas": 5,
     }))
     component = rec.one("gpuplatform:index:InferenceService", "inf")
     children = {(r.type, r.name) for r in rec.children_of(component)}
@@ -268,7 +325,8 @@ def test_component_registers_every_object_with_the_right_wiring():
         ("kubernetes:core/v1:Service", "inf-service"),
         ("kubernetes:policy/v1:PodDisruptionBudget", "inf-pdb"),
         ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "inf-network-policy"),
-        ("kubernetes:networking.k8s.io/v1:Ingress", "inf-ingress"),
+        ("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "inf-http-route"),
+        ("kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy", "inf-backendtrafficpolicy"),
         (SCALED_OBJECT, "inf-scaled-object"),
         (SERVICE_MONITOR, "inf-service-monitor"),
     }
@@ -284,6 +342,10 @@ def test_component_registers_every_object_with_the_right_wiring():
     scaled = rec.one(SCALED_OBJECT, "inf-scaled-object").inputs
     assert scaled["spec"]["triggers"][0]["metadata"]["serverAddress"] == PROMETHEUS
     assert rec.one("kubernetes:core/v1:ServiceAccount", "inf-sa").inputs["automountServiceAccountToken"] is False
+    route = rec.one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "inf-http-route")
+    assert route.inputs["spec"]["hostnames"] == ["sentiment.example.com"]
+    assert route.urn in rec.one("kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy",
+                                "inf-backendtrafficpolicy").dependencies
 
 
 def test_component_without_prometheus_uses_a_cpu_hpa_and_no_monitor():
@@ -345,9 +407,11 @@ def test_every_reference_stack_deploys_the_app_on_its_inference_pool(tmp_path):
         deployment = plan.recording.one(DEPLOYMENT, f"{stack}-inference-deployment")
         assert deployment.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"gpu-platform.io/pool": pool}
         release = {r.name: r for r in plan.recording.of_type("kubernetes:helm.sh/v3:Release")}
-        # After KEDA (ScaledObject CRD), Prometheus (ServiceMonitor CRD) and the PriorityClasses.
+        # After KEDA (ScaledObject CRD), Prometheus (ServiceMonitor CRD), the PriorityClasses and the Gateway.
         assert {release[f"{stack}-keda-release"].urn,
                 release[f"{stack}-monitoring-kube-prometheus-stack"].urn} <= set(service.dependencies)
+        gateway = plan.recording.one("kubernetes:gateway.networking.k8s.io/v1:Gateway", f"{stack}-gateway-gateway")
+        assert gateway.urn in service.dependencies
         critical = next(r for r in plan.recording.of_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
                         if r.inputs["metadata"]["name"] == "inference-critical")
         assert critical.urn in service.dependencies
@@ -382,7 +446,10 @@ def test_disabled_inference_deploys_nothing_and_a_named_pool_wins(tmp_path):
     assert plan.errors == []
     deployment = plan.recording.one(DEPLOYMENT, "existing-inference-deployment")
     assert deployment.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"gpu-platform.io/pool": "h100-train"}
-    assert plan.recording.one("kubernetes:networking.k8s.io/v1:Ingress", "existing-inference-ingress")
+    route = plan.recording.one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "existing-inference-http-route")
+    # ingressHost is the host name: of the route and of the Gateway's HTTPS listener (self-signed by default).
+    assert route.inputs["spec"]["hostnames"] == ["sentiment.example.com"]
+    assert route.inputs["spec"]["parentRefs"][0]["sectionName"] == "https"
     assert plan.recording.one("kubernetes:core/v1:PersistentVolumeClaim", "existing-inference-model-cache")
     scaled = plan.recording.one(SCALED_OBJECT, "existing-inference-scaled-object")
     assert scaled.inputs["spec"]["triggers"][0]["metadata"]["threshold"] == "16"

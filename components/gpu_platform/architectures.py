@@ -31,5 +31,8 @@ they are published for arm64."""
 SYSTEM_NODES_ONLY: frozenset[str] = frozenset({
     versions.KUEUE.name, versions.KEDA.name, versions.VPA.name, versions.CLUSTER_AUTOSCALER.name,
     versions.KARPENTER.name, versions.CERT_MANAGER.name, versions.JOBSET.name,
+    # The gateway layer: Envoy Gateway's controller and its Envoy pods (the platform's EnvoyProxy sets no toleration),
+    # Envoy AI Gateway's controller and CRDs.
+    versions.ENVOY_GATEWAY.name, versions.ENVOY_AI_GATEWAY.name, versions.ENVOY_AI_GATEWAY_CRDS.name,
 })
 """Charts whose pods tolerate no accelerator taint: they run on the (x86) system nodes only."""

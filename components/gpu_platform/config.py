@@ -32,8 +32,10 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
     gpu_pool,
 )
 from .errors import ConfigError, did_you_mean, one_of
+from .gateway_config import parse_gateway
 from .kube.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
 from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
+from .llm_config import check_llm, parse_llm
 from .pools import SHARING_MODES, Sharing
 
 NAMESPACE = "gpu-platform"
@@ -456,7 +458,8 @@ MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
 def parse_inference_extras(sec: Mapping, path: str) -> dict[str, Any]:
-    """Model, autoscaler, Ingress and model-cache keys of ``inference``."""
+    """Model, autoscaler, host name (``ingressHost``: the Gateway's route and HTTPS listener) and model-cache keys of
+    ``inference``."""
     model_id = read_str(sec, "modelId", path, "")
     if model_id and not MODEL_ID.match(model_id):
         raise ConfigError(join(path, "modelId"), f"'{model_id}' is not a Hugging Face model id such as org/name")
@@ -560,7 +563,7 @@ def parse_training(raw: Mapping) -> TrainingConfig:
 
 TOP_LEVEL_KEYS = {
     "cloud", "region", "compartmentId", "kubernetesVersion", "gpuSoftware", "nodePools", "teams",
-    "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training",
+    "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training", "gateway", "llm",
 }
 
 
@@ -620,12 +623,15 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         optimizer=parse_optimizer(raw),
         autoscaling=parse_autoscaling(raw, cloud),
         training=parse_training(raw),
+        gateway=parse_gateway(raw, cloud),
+        llm=parse_llm(raw, [p.name for p in pools]),
     )
     _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
     _check_dra(config)
     _check_reference_workloads(config, explicit_optimizer=raw.get("optimizer") is not None)
     _check_scheduling(config)
     _check_autoscalers(config)
+    check_llm(config)
     parse_cluster = getattr(options, "parse_cluster_options", None)
     if parse_cluster is not None:
         config = replace(config, cluster_options=parse_cluster(raw, config))

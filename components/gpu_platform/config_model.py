@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import catalog, labels
+from .gateway_config import GatewayConfig
 from .labels import Taint
+from .llm_config import LlmConfig
 from .pools import GpuPool, Sharing
 
 DEFAULT_KUBERNETES_VERSION = "1.34"
@@ -164,7 +166,8 @@ class InferenceConfig:
     target_queue_depth: Optional[int] = None
     """Queued texts per replica above which KEDA adds replicas (default: one full batch)."""
     ingress_host: Optional[str] = None
-    """``ingressHost``: publish ``/analyze`` on this host through ingress-nginx (default: no Ingress)."""
+    """``ingressHost``: the host name ``/analyze`` is published on through the stack's Gateway: its HTTPRoute's and,
+    with ``gateway.tls``, the HTTPS listener's (default: any host, HTTP only)."""
     model_cache_size: Optional[str] = None
     """``modelCacheSize``: a PersistentVolumeClaim of this size as the model cache (default: none)."""
     model_cache_storage_class: Optional[str] = None
@@ -262,6 +265,10 @@ class PlatformConfig:
     """Node and workload autoscalers."""
     training: TrainingConfig = field(default_factory=TrainingConfig)
     """The reference training job."""
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    """The Gateway API entry point of the inference services."""
+    llm: Optional[LlmConfig] = None
+    """The LLM service (vLLM behind an InferencePool); None: no LLM."""
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
 

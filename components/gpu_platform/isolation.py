@@ -20,6 +20,8 @@ def network_policy_users(config: PlatformConfig) -> tuple[str, ...]:
         users.append("inference")
     if config.runs_optimizer:
         users.append("optimizer")
+    if config.llm is not None:
+        users.append("llm")
     return tuple(users)
 
 

@@ -101,9 +101,15 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 """Set by the Job controller on a Job's pods; an indexed Job's pods find rank 0 as ``<job-name>-0``."""
 APP_NAME_LABEL = "app.kubernetes.io/name"
 
-# ingress-nginx.
-INGRESS_NGINX_BODY_SIZE_ANNOTATION = "nginx.ingress.kubernetes.io/proxy-body-size"
-"""Largest request body the controller forwards (its default is 1m); set to the app's own limit."""
+# Gateway API entry point (`kube.gateway`).
+GATEWAY_ROUTES_LABEL = f"{DOMAIN}/gateway-routes"
+"""A namespace labelled ``"true"`` may attach routes to the stack's Gateway (its listeners' ``allowedRoutes``)."""
+APP_COMPONENT_LABEL = "app.kubernetes.io/component"
+"""Component of an application: Envoy Gateway sets it to ``proxy`` on its Envoy pods."""
+CONTROL_PLANE_LABEL = "control-plane"
+"""Set by the Envoy Gateway chart to ``envoy-gateway`` on its controller's pods."""
+CERT_MANAGER_CLUSTER_ISSUER_ANNOTATION = "cert-manager.io/cluster-issuer"
+"""On a Gateway: cert-manager's gateway-shim issues each HTTPS listener's certificate from this ClusterIssuer."""
 
 # Pod Security admission labels on every namespace the platform creates (`kube.namespace_security`).
 POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"

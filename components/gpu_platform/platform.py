@@ -1,8 +1,8 @@
 """`GpuPlatform`: composes a whole environment from the stack configuration.
 
 Cluster and GPU pools from the cloud layer, then the cloud-agnostic Kubernetes layers in dependency order:
-the NetworkPolicy engine where the cloud's CNI has none, monitoring (its CRDs first), NVIDIA software, RDMA,
-scheduling, tenancy, workloads, optimizer, autoscaling.
+the NetworkPolicy engine where the cloud's CNI has none, monitoring (its CRDs first), NVIDIA and Neuron software,
+the gateway, cert-manager, AMD software, RDMA, scheduling, tenancy, workloads, optimizer, autoscaling.
 """
 
 import importlib
@@ -140,23 +140,45 @@ class GpuPlatform(pulumi.ComponentResource):
                 **({"service_monitor_labels": dict(monitoring.service_monitor_labels),
                     "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
-        # [layer: amd]
+        # [layer: gateway]
+        from .kube.gateway import build_gateway_layer
+
+        # The Gateway API entry point (CRDs, controller, Gateway) the inference services publish their routes on;
+        # before cert-manager, which watches Gateways from the start and so needs the Gateway API CRDs first.
+        gateway = build_gateway_layer(self, name)
+        # [layer: cert_manager]
+        from .kube import gateway_objects
+        from .kube.cert_manager import CertManager, cert_manager_args
+
         amd_specs = specs_of(catalog.AMD)
+        # One cert-manager for whatever needs certificates: the AMD GPU Operator and the Gateway's HTTPS listener
+        # (its ClusterIssuers too). It took over the install the AMD stack made itself before (aliases).
+        cert_manager_config = cert_manager_args(
+            config, amd=bool(amd_specs), amd_stack=f"{name}-amd", gateway_name=gateway_objects.GATEWAY_NAME,
+            gateway_namespace=gateway_objects.GATEWAY_NAMESPACE, http_listener=gateway_objects.HTTP_LISTENER)
+        if cert_manager_config is not None:
+            gateway_crds = gateway.crds if gateway is not None and cert_manager_config.get("gateway_api") else []
+            self.layers["cert_manager"] = CertManager(f"{name}-cert-manager", cert_manager_config,
+                                                      opts=self._k8s_opts(depends_on=gateway_crds))
+        # [layer: amd]
         if amd_specs:
             from .kube.amd import AmdGpuStack
 
             # cert-manager, the AMD GPU Operator and a DeviceConfig per AMD pool. Its NFD only when the NVIDIA stack
             # runs none (one NFD per cluster); the exporter's ServiceMonitor needs the Prometheus Operator CRDs.
             amd_driver_image = self.cluster.outputs.get("amd_driver_image")
+            shared_cert_manager = self.layers["cert_manager"]
             self.layers["amd"] = AmdGpuStack(f"{name}-amd", {
                 "cloud": config.cloud,
                 "pools": amd_specs,
+                "cert_manager_installed": True,
                 "nfd_installed": bool(getattr(self.layers.get("nvidia"), "runs_nfd", False)),
                 "monitoring": monitoring is not None,
                 **({"driver_image": amd_driver_image} if amd_driver_image else {}),
                 **({"service_monitor_labels": dict(monitoring.service_monitor_labels),
                     "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),
-            }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
+            }, opts=self._k8s_opts(depends_on=[shared_cert_manager.release,
+                                               *([monitoring.release] if monitoring is not None else [])]))
         # [layer: tpu]
         tpu_specs = specs_of(catalog.GOOGLE_TPU)
         if tpu_specs:
@@ -262,9 +284,11 @@ class GpuPlatform(pulumi.ComponentResource):
             from .kube.workloads import InferenceService, inference_args
 
             monitoring = self.layers.get("monitoring")
+            gateway = self.layers.get("gateway")
             # The inference-critical PriorityClass first (and the DRA driver's DeviceClasses on a DRA pool); with
-            # monitoring, the ServiceMonitor CRD and KEDA.
-            after = [*self._priority_objects(INFERENCE_CRITICAL.name), *self._dra_driver(infer_pool)]
+            # monitoring, the ServiceMonitor CRD and KEDA; with a Gateway, its CRDs, controller and Gateway.
+            after = [*self._priority_objects(INFERENCE_CRITICAL.name), *self._dra_driver(infer_pool),
+                     *(gateway.ready if gateway is not None else [])]
             if monitoring is not None:
                 after.append(monitoring.release)
                 if config.inference.autoscaler == "keda":
@@ -278,7 +302,16 @@ class GpuPlatform(pulumi.ComponentResource):
                 prometheus_url=monitoring.prometheus_url if monitoring is not None else None,
                 monitoring_namespace=monitoring.namespace if monitoring is not None else None,
                 service_monitor_labels=dict(monitoring.service_monitor_labels) if monitoring is not None else None,
+                route=gateway.route_args(
+                    hostname=config.inference.ingress_host, request_timeout=config.gateway.request_timeout,
+                    max_request_body_size=config.gateway.body_limit(config.cloud),
+                    rate_limit_per_minute=config.gateway.rate_limit_per_minute) if gateway is not None else None,
             ), opts=self._k8s_opts(depends_on=after))
+        # [layer: llm]
+        from .kube.llm import build_llm_layer
+
+        # The LLM service: vLLM behind an InferencePool, routed by the gateway's endpoint picker.
+        build_llm_layer(self, name)
         # [layer: optimizer]
         monitoring = self.layers.get("monitoring")
         if config.runs_optimizer and monitoring is not None:

@@ -213,6 +213,49 @@ CERT_MANAGER = Chart("cert-manager", "v1.21.1", "https://charts.jetstack.io")
 AMD_API_VERSION = "amd.com/v1alpha1"
 """API version of the AMD GPU Operator's DeviceConfig (the CRD's only served version at v1.5.1)."""
 
+# --- Gateway API: the entry point of the inference services (kube/gateway.py) ---
+# Gateway API v1.6.1 (2026-07-16, newest stable tag of kubernetes-sigs/gateway-api; 1.6-CHANGELOG.md), standard
+# channel: the release asset standard-install.yaml (hack/build-install-yaml.sh@v1.6.1 concatenates
+# config/crd/standard/*.yaml) holds GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy,
+# ListenerSet, TLSRoute, TCPRoute and UDPRoute v1, plus the safe-upgrades ValidatingAdmissionPolicy
+# (admissionregistration.k8s.io/v1: Kubernetes >= 1.30) that refuses experimental CRDs over standard ones. Applied
+# server-side like upstream's `kubectl apply --server-side`. Not on GKE, whose Gateway controller installs and owns
+# the CRDs. Schemas of the kinds the platform renders: crd_schemas/gateway.networking.k8s.io (same tag).
+GATEWAY_API_CRDS_MANIFEST = ("https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.6.1/"
+                             "standard-install.yaml")
+GATEWAY_API_API_VERSION = "gateway.networking.k8s.io/v1"
+# Envoy Gateway v1.9.0 (2026-08-15; built on Gateway API v1.6.1, whose v1.6 conformance report it passes in full for
+# GATEWAY-HTTP core and extended, conformance/reports/v1.6/envoy-gateway): the implementation on EKS, AKS, OKE and
+# existing clusters. OCI chart oci://docker.io/envoyproxy/gateway-helm, chart version = the tag with its "v"
+# (tools/make/helm.mk CHART_VERSION = VERSION); images left at the chart's defaults (docker.io/envoyproxy/gateway
+# :v1.9.0, data plane envoyproxy/envoy:distroless-v1.39.0). Its chart installs the *experimental* Gateway API CRDs,
+# which the standard bundle's admission policy refuses, so the chart's CRDs stay off (crds.enabled: false, skip_crds)
+# and Envoy Gateway's own CRDs come from the release asset envoy-gateway-crds.yaml (`helm template
+# charts/gateway-crds-helm --set crds.envoyGateway.enabled=true`: Envoy Gateway's kinds only, tools/make/kube.mk,
+# uploaded by .github/workflows/release.yaml). Supported on Kubernetes 1.33-1.36 (site/.../releases/matrix.md).
+# Values keys: tests/data/chart_keys/gateway-helm-v1.9.0.keys (+ .envoy-gateway-config.keys for config.envoyGateway).
+ENVOY_GATEWAY = Chart("oci://docker.io/envoyproxy/gateway-helm", "v1.9.0")
+ENVOY_GATEWAY_CRDS_MANIFEST = "https://github.com/envoyproxy/gateway/releases/download/v1.9.0/envoy-gateway-crds.yaml"
+ENVOY_GATEWAY_API_VERSION = "gateway.envoyproxy.io/v1alpha1"
+ENVOY_GATEWAY_MIN_KUBERNETES = "1.33"
+"""The oldest Kubernetes minor Envoy Gateway v1.9 supports (its compatibility matrix: 1.33-1.36)."""
+# Envoy AI Gateway v1.1.0 (2026-08-21, newest release of envoyproxy/ai-gateway): Envoy Gateway's extension server that
+# resolves HTTPRoute backendRefs to InferencePools (inference.networking.k8s.io/v1), installed only where a stack
+# serves an LLM. OCI charts oci://docker.io/envoyproxy/ai-gateway-crds-helm and ai-gateway-helm, chart version = the
+# tag (Makefile helm-package, .github/workflows/release.yaml HELM_CHART_VERSION=${TAG}). Built on Envoy Gateway v1.8.1
+# and Gateway API v1.5.1 (go.mod, release-notes/v1.1.0.md); its compatibility matrix asks for Envoy Gateway v1.8.1 or
+# later. The Envoy Gateway values it needs are manifests/envoy-gateway-values.yaml plus
+# examples/inference-pool/envoy-gateway-values-addon.yaml at the tag. Values keys:
+# tests/data/chart_keys/ai-gateway-helm-v1.1.0.keys (the CRD chart takes none).
+ENVOY_AI_GATEWAY = Chart("oci://docker.io/envoyproxy/ai-gateway-helm", "v1.1.0")
+ENVOY_AI_GATEWAY_CRDS = Chart("oci://docker.io/envoyproxy/ai-gateway-crds-helm", "v1.1.0")
+# With Envoy AI Gateway, Envoy Gateway watches InferencePools (`INFERENCE_POOL_CRDS_MANIFEST`, below with the LLM
+# service's pins) as an extension backend from its start: the gateway layer applies that CRD before it.
+GKE_NETWORKING_API_VERSION = "networking.gke.io/v1"
+"""GCPBackendPolicy and HealthCheckPolicy (schemas from GoogleCloudPlatform/gke-gateway-api@fc40d606, 2026-04-29)."""
+CERT_MANAGER_API_VERSION = "cert-manager.io/v1"
+"""ClusterIssuer and Certificate (schemas from the cert-manager v1.21.1 chart's CRDs)."""
+
 # --- Google TPU charts and images ---
 # JobSet 0.12.0 (kubernetes-sigs/jobset tag v0.12.0, 2026-05-08; the newest release, v0.13.0-devel is a development
 # tag): the controller behind multi-host TPU workloads (one Job per slice, a pod per VM with stable hostnames; GKE's
@@ -241,13 +284,38 @@ ARM64_WORKLOAD_IMAGES = frozenset({TRAINING_IMAGE.tagged})
 manifest (``image_digests.json``). The inference app's images are built for amd64 only (examples/inference-app), the
 ROCm one too."""
 
+# --- The LLM service (kube/llm.py) ---
+# vLLM v0.31.0 (2026-10-04), the newest release whose image digest could be read here (v0.32.0's docs exist, no
+# published digest was found). The default tag is a multi-arch index (amd64 and arm64) built on CUDA 13.0, so its
+# nodes need NVIDIA driver R580 or newer (llm.image takes the "-cu129" tag for older drivers). Its entrypoint is
+# `vllm serve`: the Deployment passes arguments only. Server arguments, /health, /metrics and the metric names
+# (kube/metric_names.py) are those of the vLLM docs at this release.
+VLLM_IMAGE = pinned("docker.io/vllm/vllm-openai", "v0.31.0")
+"""vLLM's OpenAI-compatible server (the LLM service's model server and its download step)."""
+# Gateway API Inference Extension v1.5.0 (2026-04-18): the InferencePool API (inference.networking.k8s.io/v1, the
+# only version of the CRD at this release; v1.5.0 dropped the v1alpha2 inference.networking.x-k8s.io pool) and the
+# last release that ships the endpoint picker (EPP) itself: v1.6.0 (2026-08-10) moved the EPP to llm-d/llm-d-router,
+# whose v0.10.0 is built against this same v1.5.0 API and installs the same CRD manifest. The upgrade path is the
+# llm-d router's picker (ghcr.io/llm-d/llm-d-router-endpoint-picker) behind the same InferencePool: only the EPP's
+# Deployment changes. The platform renders the EPP's objects itself (kube/llm_objects.py), from the v1.5.0
+# `inferencepool` chart's templates (config/charts/inferencepool, config/charts/epplib), so every object is
+# schema-checked in the plan and runs under Pod Security restricted.
+INFERENCE_POOL_API_VERSION = "inference.networking.k8s.io/v1"
+INFERENCE_POOL_CRDS_MANIFEST = ("https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/"
+                                "v1.5.0/v1-manifests.yaml")
+"""The release's CRD manifest holding only the v1 InferencePool (``manifests.yaml`` adds the x-k8s.io alpha APIs the
+service does not use); the schema the plan validates against is crd_schemas/inference.networking.k8s.io/v1."""
+ENDPOINT_PICKER_IMAGE = pinned("registry.k8s.io/gateway-api-inference-extension/epp", "v1.5.0")
+"""The endpoint picker (ext-proc gRPC server the gateway asks which model server takes a request). linux/amd64 only:
+the release builds it with GOARCH=amd64 (Dockerfile@v1.5.0)."""
+
 # Images the platform builds itself (Dockerfile at the repository root: the library with its optimizer).
 PLATFORM_IMAGE = pinned("ghcr.io/gpu-platform/gpu-platform", "0.1.0")
 """The library with ``gpu-platform optimize`` (the optimizer CronJob), built by this project."""
 
 PINNED_IMAGES = (TRAINING_IMAGE, ROCM_TRAINING_IMAGE, RDMA_SHARED_DEVICE_PLUGIN_IMAGE, CALICO_NODE_IMAGE,
                  CALICO_KUBE_CONTROLLERS_IMAGE, NEURON_MONITOR_IMAGE, TPU_EXAMPLE_IMAGE, INFERENCE_IMAGE,
-                 ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE)
+                 ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE, VLLM_IMAGE, ENDPOINT_PICKER_IMAGE)
 """Every image whose tag names one manifest: ``scripts/refresh-image-digests.py`` resolves these."""
 PROJECT_BUILT_IMAGES = (INFERENCE_IMAGE, ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE)
 """Images this repository builds: their digest exists only once a release has pushed them (the release then runs

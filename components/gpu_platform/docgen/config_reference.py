@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Optional
 
-from .. import catalog, config, control_plane, labels, pools
+from .. import catalog, config, control_plane, gateway_config, labels, llm_config, pools
 from ..errors import ConfigError
 from .accepted_keys import keys_checked_in
 from .attribute_docs import attribute_docs, class_doc
@@ -113,6 +113,12 @@ def _with_taint(raw: dict) -> dict:
     return raw
 
 
+def _with_llm(raw: dict) -> dict:
+    """The minimal stack serving a small model its pool holds on every cloud."""
+    raw["llm"] = {"model": "Qwen/Qwen3-0.6B"}
+    return raw
+
+
 def shared_sections() -> list[Section]:
     """Keys every cloud accepts."""
     sections = [
@@ -136,6 +142,14 @@ def shared_sections() -> list[Section]:
         sections.append(Section(name, f"`{name}`", name, model,
                                 tuple(sorted(keys_checked_in(config, f"parse_{name}"))), CLOUDS,
                                 lambda c, n=name: getattr(c, n)))
+    # Parsed in its own module (the Gateway in front of the inference services).
+    sections.append(Section("gateway", "`gateway`", "gateway", gateway_config.GatewayConfig,
+                            tuple(sorted(keys_checked_in(gateway_config, "parse_gateway"))), CLOUDS,
+                            lambda c: c.gateway))
+    # Parsed in its own module, absent (None) unless the stack has it: probed with a small model.
+    sections.append(Section("llm", "`llm`", "llm", llm_config.LlmConfig,
+                            tuple(sorted(keys_checked_in(llm_config, "parse_llm"))), CLOUDS, lambda c: c.llm,
+                            probe=_with_llm))
     return sections
 
 
@@ -285,7 +299,7 @@ def key_doc(section: Section, key: str) -> str:
 
 
 def key_type(section: Section, key: str) -> str:
-    if section.path == "" and key in SECTIONS:
+    if section.path == "" and key in (*SECTIONS, "gateway", "llm"):
         return f"mapping ([`{key}`](#{key}))"
     if key in _KEY_TYPES:
         return _KEY_TYPES[key]

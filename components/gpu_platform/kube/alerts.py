@@ -496,8 +496,15 @@ class RuleSet:
         return [*self.recording, *self.alerting]
 
 
-def rule_set(pools: Sequence[GpuPool], thresholds: AlertThresholds, runbook_base_url: str) -> RuleSet:
+def rule_set(pools: Sequence[GpuPool], thresholds: AlertThresholds, runbook_base_url: str,
+             llm: bool = False) -> RuleSet:
+    """The stack's rules; ``llm``: with the LLM service's alerts (`llm_monitoring`)."""
     recording = recording_groups(pools, thresholds)
     if other_accelerator_resources(pools):
         recording.append(accelerator_recording_group(pools))
-    return RuleSet(recording, alert_groups(thresholds, runbook_base_url))
+    alerting = alert_groups(thresholds, runbook_base_url)
+    if llm:
+        from .llm_monitoring import alert_group  # it builds on this module
+
+        alerting.append(alert_group(runbook_base_url))
+    return RuleSet(recording, alerting)

@@ -1,8 +1,9 @@
 """`AmdGpuStack`: the AMD software that makes AMD Instinct pools' GPUs schedulable as ``amd.com/gpu``.
 
-cert-manager (which the AMD GPU Operator requires), the operator, one ``DeviceConfig`` per AMD pool and, with
-monitoring, a ServiceMonitor for the device metrics exporter and a Grafana dashboard. The decisions live in
-`amd_values`; this component creates the objects in order.
+cert-manager (which the AMD GPU Operator requires; `cert_manager`'s install, unless the cluster has one already:
+``cert_manager_installed``), the operator, one ``DeviceConfig`` per AMD pool and, with monitoring, a ServiceMonitor
+for the device metrics exporter and a Grafana dashboard. The decisions live in `amd_values`; this component creates
+the objects in order.
 """
 
 from typing import Optional, TypedDict
@@ -15,7 +16,7 @@ from .. import catalog, versions
 from ..component_args import DNS_LABEL, Args, choice
 from ..pools import GpuPoolSpec
 from . import amd_values as av
-from . import namespace_security
+from . import cert_manager, namespace_security
 from .common import check_pool_set, child_opts, helm_release, pools_of, refuse_unless
 from .custom_object import KubernetesObject
 from .monitoring import dashboard_configmap_body
@@ -44,6 +45,9 @@ class AmdGpuStackArgs(TypedDict, total=False):
     """Namespace of the Grafana dashboard ConfigMap (where the Grafana sidecar looks). Required with monitoring."""
     namespace: str
     """Namespace of the operator and the DeviceConfigs. Default ``kube-amd-gpu``."""
+    cert_manager_installed: bool
+    """cert-manager already runs in the cluster (the platform's shared `CertManager`: make this component depend on
+    its release); the stack installs none. Default false: the stack installs cert-manager itself."""
 
 
 RULES = {"cloud": choice(*sorted(av.DRIVER_PRESETS)), "namespace": DNS_LABEL, "monitoring_namespace": DNS_LABEL}
@@ -90,18 +94,24 @@ class AmdGpuStack(pulumi.ComponentResource):
 
         self.runs_nfd = not nfd_installed
         """True when the operator's node-feature-discovery subchart runs (the cluster's only NFD)."""
-        cm_namespace = k8s.core.v1.Namespace(f"{name}-cert-manager-namespace", **namespace_security.namespace_body(
-            av.CERT_MANAGER_NAMESPACE, av.CERT_MANAGER_POD_SECURITY), opts=child_opts(self, opts))
-        self.cert_manager = helm_release(
-            f"{name}-cert-manager", versions.CERT_MANAGER, av.CERT_MANAGER_RELEASE, av.CERT_MANAGER_NAMESPACE,
-            av.cert_manager_values(), child_opts(self, opts, depends_on=[cm_namespace]), create_namespace=False)
+        self.cert_manager: Optional[k8s.helm.v3.Release] = None
+        """The cert-manager release the stack installed (None with ``cert_manager_installed``)."""
+        if not args.get("cert_manager_installed"):
+            cm_namespace = k8s.core.v1.Namespace(f"{name}-cert-manager-namespace", **namespace_security.namespace_body(
+                av.CERT_MANAGER_NAMESPACE, av.CERT_MANAGER_POD_SECURITY), opts=child_opts(self, opts))
+            self.cert_manager = helm_release(
+                f"{name}-cert-manager", versions.CERT_MANAGER, av.CERT_MANAGER_RELEASE, av.CERT_MANAGER_NAMESPACE,
+                cert_manager.cert_manager_values(), child_opts(self, opts, depends_on=[cm_namespace]),
+                create_namespace=False)
         operator_namespace = k8s.core.v1.Namespace(f"{name}-namespace", **namespace_security.namespace_body(
             ns, av.OPERATOR_POD_SECURITY), opts=child_opts(self, opts))
-        # After cert-manager: the operator's chart creates Certificates and Issuers for its webhooks.
+        # After cert-manager: the operator's chart creates Certificates and Issuers for its webhooks (a shared
+        # install comes first through this component's own dependencies).
+        own_cert_manager = [self.cert_manager] if self.cert_manager is not None else []
         self.release = helm_release(
             f"{name}-operator", versions.AMD_GPU_OPERATOR, av.OPERATOR_RELEASE, ns,
             av.operator_values(pools, driver_managed=managed, nfd_installed=nfd_installed),
-            child_opts(self, opts, depends_on=[operator_namespace, self.cert_manager]), create_namespace=False)
+            child_opts(self, opts, depends_on=[operator_namespace, *own_cert_manager]), create_namespace=False)
         """The operator release (its chart installs the DeviceConfig CRD)."""
         after_operator = child_opts(self, opts, depends_on=[self.release])
         self.device_configs = [

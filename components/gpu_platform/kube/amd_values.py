@@ -23,23 +23,23 @@ from typing import Any, Optional
 from .. import catalog
 from ..pools import GpuPool
 from ..versions import AMD_API_VERSION, PROMETHEUS_OPERATOR_API_VERSION
+from . import cert_manager as cert_manager_install
 from . import dashboards as d
 from .common import all_pool_tolerations, metadata
-from .namespace_security import PRIVILEGED, RESTRICTED, PodSecurity
+from .namespace_security import PRIVILEGED, PodSecurity
 
 DEFAULT_NAMESPACE = "kube-amd-gpu"
 """The namespace of AMD's install guide."""
-CERT_MANAGER_NAMESPACE = "cert-manager"
 OPERATOR_RELEASE = "amd-gpu-operator"
-CERT_MANAGER_RELEASE = "cert-manager"
 
 OPERATOR_POD_SECURITY = PodSecurity(PRIVILEGED, (
     "the AMD GPU Operator's operands (KMM driver loader, device plugin, node labeller, device metrics exporter) and "
     "its node-feature-discovery workers run privileged or with hostPath volumes (/dev, /sys, "
     "/var/lib/kubelet/device-plugins, /var/lib/kubelet/pod-resources)"))
-CERT_MANAGER_POD_SECURITY = PodSecurity(RESTRICTED, (
-    "the cert-manager v1.21.1 chart's controller, webhook, cainjector and startupapicheck meet restricted with its "
-    "defaults (securityContext runAsNonRoot + RuntimeDefault seccomp, containerSecurityContext drop ALL)"))
+# cert-manager, which the operator requires: the platform's shared install (`cert_manager`).
+CERT_MANAGER_NAMESPACE = cert_manager_install.DEFAULT_NAMESPACE
+CERT_MANAGER_RELEASE = cert_manager_install.RELEASE_NAME
+CERT_MANAGER_POD_SECURITY = cert_manager_install.POD_SECURITY
 
 METRICS_PORT = 5000
 METRICS_PORT_NAME = "exporter-port"
@@ -95,7 +95,7 @@ def amd_pools(pools: Sequence[GpuPool]) -> list[GpuPool]:
 
 def cert_manager_values() -> dict[str, Any]:
     """cert-manager with its CRDs (the operator's webhooks and KMM need its Certificate/Issuer kinds)."""
-    return {"crds": {"enabled": True}}
+    return cert_manager_install.cert_manager_values()
 
 
 def operator_values(pools: Sequence[GpuPool], *, driver_managed: bool, nfd_installed: bool) -> dict[str, Any]:

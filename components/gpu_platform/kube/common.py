@@ -98,8 +98,10 @@ def helm_release(
     opts: pulumi.ResourceOptions,
     create_namespace: bool = True,
     timeout_seconds: int = 900,
+    skip_crds: bool = False,
 ) -> k8s.helm.v3.Release:
-    """A pinned Helm release. Its chart, repository, version and values land in ``plan.json`` as inputs."""
+    """A pinned Helm release. Its chart, repository, version and values land in ``plan.json`` as inputs.
+    ``skip_crds``: leave the chart's ``crds/`` directory out (the CRDs are installed another way)."""
     return k8s.helm.v3.Release(
         resource_name,
         name=release_name,
@@ -110,6 +112,7 @@ def helm_release(
         atomic=False,
         cleanup_on_fail=True,
         **chart.release_args(),
+        **({"skip_crds": True} if skip_crds else {}),
         opts=opts,
     )
 

@@ -316,9 +316,11 @@ def accelerator_usage_dashboard(resources: list[str]) -> dict[str, Any]:
 
 def all_dashboards(inference_namespace: str = "inference",
                    thresholds: a.AlertThresholds = DEFAULT_THRESHOLDS,
-                   accelerator_resources: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+                   accelerator_resources: Sequence[str] = (),
+                   llm_namespace: Optional[str] = None) -> dict[str, dict[str, Any]]:
     """Every dashboard by its short name (the ConfigMap suffix and JSON file name); the accelerator allocation
-    dashboard only where pools advertise ``accelerator_resources`` (non-NVIDIA extended resources)."""
+    dashboard only where pools advertise ``accelerator_resources`` (non-NVIDIA extended resources), the LLM serving
+    dashboard only with an LLM service (opening on ``llm_namespace``)."""
     result = {
         "gpu-cluster-overview": cluster_overview_dashboard(),
         "gpu-team-usage": team_usage_dashboard(thresholds),
@@ -326,6 +328,10 @@ def all_dashboards(inference_namespace: str = "inference",
     }
     if accelerator_resources:
         result["accelerator-usage"] = accelerator_usage_dashboard(list(accelerator_resources))
+    if llm_namespace:
+        from .llm_monitoring import DASHBOARD_SLUG, llm_dashboard  # it builds on this module
+
+        result[DASHBOARD_SLUG] = llm_dashboard(llm_namespace)
     return result
 
 

@@ -29,8 +29,10 @@ Why each choice:
 - Autoscaling (KEDA ``ScaledObject``): the app's own ``inference_queue_depth`` through Prometheus, with CPU
   utilisation as a second trigger (KEDA scales to the larger of the two) and a fallback replica count when
   Prometheus cannot be read; without KEDA or Prometheus a plain ``autoscaling/v2`` HPA on CPU.
-- Network: only the ingress controller's namespace, the monitoring namespace and same-namespace clients reach
-  the pods; the Ingress publishes ``/analyze`` only (``/metrics`` stays inside the cluster).
+- Network: only the gateway's data plane (Envoy Gateway's Envoy pods, or GKE's proxy-only subnet and health-check
+  ranges), Prometheus and same-namespace clients reach the pods; the HTTPRoute publishes ``/analyze`` only
+  (``/metrics`` stays inside the cluster), with the route's timeout and the gateway's body and rate limits
+  (`gateway_objects.route_policies`). On GKE the load balancer health-checks ``/readyz``.
 """
 
 from dataclasses import dataclass, field
@@ -40,8 +42,9 @@ from .. import catalog, labels
 from ..pools import GpuPool
 from ..priorities import INFERENCE_CRITICAL
 from ..versions import INFERENCE_IMAGE, KEDA_API_VERSION, PROMETHEUS_OPERATOR_API_VERSION
-from . import dra_objects, monitoring_policies, namespace_security, pod_security
+from . import dra_objects, gateway_objects, monitoring_policies, namespace_security, pod_security
 from .common import metadata
+from .gateway_objects import RouteTarget
 
 HAMI_MEMORY_RESOURCE = "nvidia.com/gpumem"
 """HAMi's per-pod GPU memory share, MiB."""
@@ -60,8 +63,9 @@ TMP_SIZE = "2Gi"
 """``/tmp``: HOME and, without a model cache claim, the Hugging Face cache (a downloaded model of a few hundred MB)."""
 SHUTDOWN_DELAY_S = 5
 DRAIN_TIMEOUT_S = 20
-MAX_BODY = "1m"
-"""The app's default ``MAX_BODY_BYTES`` (1 MiB) in nginx's size syntax."""
+PUBLISHED_PATHS = ("/analyze",)
+"""What the HTTPRoute publishes: the API, not ``/metrics``, ``/healthz`` or ``/readyz``."""
+READINESS_PATH = "/readyz"
 AUTOSCALERS = ("keda", "hpa", "none")
 MODEL_CACHE_ACCESS_MODES = ("ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany")
 
@@ -95,10 +99,9 @@ class InferenceSpec:
     memory_request: str = ""
     """Memory request and limit (empty: derived from the pool's node shape)."""
     priority_class: str = INFERENCE_CRITICAL.name
-    ingress_host: Optional[str] = None
-    ingress_class: str = "nginx"
-    ingress_namespace: str = "ingress-nginx"
-    """Namespace of the ingress controller, admitted by the NetworkPolicy."""
+    route: Optional[RouteTarget] = None
+    """The HTTPRoute on the stack's Gateway (None: no route, the app is reachable inside the cluster only); its
+    data-plane peers are admitted by the NetworkPolicy."""
     model_cache_size: Optional[str] = None
     """Size of a PersistentVolumeClaim mounted at `MODEL_CACHE_PATH` as the Hugging Face cache (None: no claim)."""
     model_cache_storage_class: Optional[str] = None
@@ -232,7 +235,9 @@ def topology_spread(spec: InferenceSpec) -> list[dict[str, Any]]:
 
 
 def namespace(spec: InferenceSpec) -> dict[str, Any]:
-    body = namespace_security.namespace_body(spec.namespace, namespace_security.namespace_pod_security("inference"))
+    """The namespace, labelled so its route may attach to the Gateway when there is one."""
+    body = namespace_security.namespace_body(spec.namespace, namespace_security.namespace_pod_security("inference"),
+                                             gateway_objects.route_namespace_labels() if spec.route else None)
     return {"apiVersion": "v1", "kind": "Namespace", **body}
 
 
@@ -256,7 +261,7 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
         "ports": [{"name": PORT_NAME, "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "env": env(spec),
         "resources": resources(spec),
-        "readinessProbe": probe("/readyz", 5, 3),
+        "readinessProbe": probe(READINESS_PATH, 5, 3),
         "livenessProbe": probe("/healthz", 10, 6),
         "securityContext": pod_security.container_security_context(),
         "volumeMounts": mounts,
@@ -392,13 +397,11 @@ def service_monitor(spec: InferenceSpec) -> dict[str, Any]:
     }
 
 
-def _namespace_peer(name: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: name}}}
-
-
 def network_policy(spec: InferenceSpec) -> dict[str, Any]:
-    """Ingress to the pods from the same namespace, the ingress controller and Prometheus only."""
-    peers = [{"podSelector": {}}, _namespace_peer(spec.ingress_namespace)]
+    """Ingress to the pods from the same namespace, the gateway's data plane (with a route) and Prometheus only."""
+    peers: list[dict[str, Any]] = [{"podSelector": {}}]
+    if spec.route is not None:
+        peers += [dict(peer) for peer in spec.route.data_plane_peers]
     if spec.monitoring_namespace:
         # Prometheus' pods only: Grafana and Alertmanager share its namespace and have no business here.
         peers.append(monitoring_policies.prometheus_peer(spec.monitoring_namespace))
@@ -413,19 +416,20 @@ def network_policy(spec: InferenceSpec) -> dict[str, Any]:
     }
 
 
-def ingress(spec: InferenceSpec) -> dict[str, Any]:
-    return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": metadata(spec.name, spec.namespace, selector_labels(spec),
-                             annotations={labels.INGRESS_NGINX_BODY_SIZE_ANNOTATION: MAX_BODY}),
-        "spec": {
-            "ingressClassName": spec.ingress_class,
-            "rules": [{"host": spec.ingress_host, "http": {"paths": [{
-                "path": "/analyze", "pathType": "Exact",
-                "backend": {"service": {"name": spec.name, "port": {"name": PORT_NAME}}},
-            }]}}],
-        },
-    }
+def http_route(spec: InferenceSpec) -> Optional[dict[str, Any]]:
+    """The HTTPRoute publishing `PUBLISHED_PATHS` on the Gateway (None without a route)."""
+    if spec.route is None:
+        return None
+    return gateway_objects.http_route(spec.route, spec.name, spec.namespace, PUBLISHED_PATHS, spec.name,
+                                      SERVICE_PORT, selector_labels(spec))
+
+
+def route_policies(spec: InferenceSpec) -> list[dict[str, Any]]:
+    """The gateway's limits for the route and, on GKE, the load balancer's health check of ``/readyz``."""
+    if spec.route is None:
+        return []
+    return gateway_objects.route_policies(spec.route, spec.name, spec.namespace, spec.name, READINESS_PATH,
+                                          HTTP_PORT, selector_labels(spec))
 
 
 def model_cache_name(spec: InferenceSpec) -> str:

@@ -12,6 +12,10 @@ expression selects is either listed here or recorded by our own rules. Sources (
 - Kueue v0.16.2 / v0.19.2: ``pkg/metrics/metrics.go`` (``kueue_pending_workloads{cluster_queue,status}``,
   ``kueue_admitted_workloads_total{cluster_queue,priority_class}``).
 - The reference inference app (issue 10): the names its ``/metrics`` endpoint serves.
+- vLLM v0.31.0 (the LLM service's model server, V1 engine): ``vllm/v1/metrics/loggers.py`` and the release's metrics
+  docs (docs.vllm.ai ``usage/metrics``). Labels ``model_name`` (the served model name) and ``engine``; counters end in
+  ``_total``. ``vllm:kv_cache_usage_perc`` is a fraction (0-1) despite its name; ``vllm:gpu_cache_usage_perc`` and
+  ``vllm:time_per_output_token_seconds`` are deprecated names vLLM has removed (the latter in 0.13).
 """
 
 import re
@@ -57,6 +61,28 @@ INFERENCE_QUEUE_DEPTH = "inference_queue_depth"
 INFERENCE_ERRORS_TOTAL = "inference_errors_total"
 """Counter of failed requests, label ``reason``."""
 
+# vLLM.
+VLLM_REQUESTS_WAITING = "vllm:num_requests_waiting"
+"""Gauge of requests waiting to be scheduled (the queue the autoscaler and the endpoint picker read)."""
+VLLM_REQUESTS_RUNNING = "vllm:num_requests_running"
+"""Gauge of requests in the running batch."""
+VLLM_KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+"""Gauge of the KV cache in use, 0-1."""
+VLLM_TIME_TO_FIRST_TOKEN = "vllm:time_to_first_token_seconds"
+"""Histogram of time to first token (TTFT), seconds."""
+VLLM_INTER_TOKEN_LATENCY = "vllm:inter_token_latency_seconds"
+"""Histogram of the time between two output tokens (time per output token), seconds."""
+VLLM_E2E_LATENCY = "vllm:e2e_request_latency_seconds"
+"""Histogram of whole-request latency, seconds."""
+VLLM_PREEMPTIONS_TOTAL = "vllm:num_preemptions_total"
+"""Counter of requests preempted (their KV cache evicted, to be recomputed) for want of KV-cache space."""
+VLLM_PROMPT_TOKENS_TOTAL = "vllm:prompt_tokens_total"
+"""Counter of prompt (prefill) tokens processed."""
+VLLM_GENERATION_TOKENS_TOTAL = "vllm:generation_tokens_total"
+"""Counter of tokens generated."""
+VLLM_REQUEST_SUCCESS_TOTAL = "vllm:request_success_total"
+"""Counter of finished requests, label ``finished_reason`` (stop, length, abort...)."""
+
 
 def histogram_series(name: str) -> tuple[str, str, str]:
     """The three series a Prometheus histogram exposes."""
@@ -71,6 +97,9 @@ UPSTREAM_METRICS: frozenset[str] = frozenset({
     KUEUE_PENDING_WORKLOADS, KUEUE_ADMITTED_WORKLOADS_TOTAL,
     INFERENCE_REQUESTS_TOTAL, INFERENCE_QUEUE_DEPTH, INFERENCE_ERRORS_TOTAL,
     *histogram_series(INFERENCE_REQUEST_DURATION), *histogram_series(INFERENCE_BATCH_SIZE),
+    VLLM_REQUESTS_WAITING, VLLM_REQUESTS_RUNNING, VLLM_KV_CACHE_USAGE, VLLM_PREEMPTIONS_TOTAL, VLLM_PROMPT_TOKENS_TOTAL,
+    VLLM_GENERATION_TOKENS_TOTAL, VLLM_REQUEST_SUCCESS_TOTAL, *histogram_series(VLLM_TIME_TO_FIRST_TOKEN),
+    *histogram_series(VLLM_INTER_TOKEN_LATENCY), *histogram_series(VLLM_E2E_LATENCY),
 })
 """Every metric an exporter the platform deploys (or the reference app) really serves and our queries read."""
 

@@ -149,8 +149,10 @@ def prometheus_clients(config: PlatformConfig, pools: list[GpuPoolSpec]) -> list
     clients = []
     if config.runs_optimizer:
         clients.append(OPTIMIZER_NAMESPACE)
-    if config.inference.autoscaler == "keda" and inference_pool_of(config, pools_of(pools)) is not None:
-        # KEDA's operator evaluates the ScaledObject's prometheus trigger against this Prometheus.
+    inference_keda = config.inference.autoscaler == "keda" and inference_pool_of(config, pools_of(pools)) is not None
+    llm_keda = config.llm is not None and config.llm.autoscaler == "keda"
+    if inference_keda or llm_keda:
+        # KEDA's operator evaluates the ScaledObjects' prometheus triggers against this Prometheus.
         clients.append(keda.DEFAULT_NAMESPACE)
     return clients
 
@@ -206,6 +208,7 @@ def monitoring_args(config: PlatformConfig, pools: list[GpuPoolSpec]) -> "GpuMon
         gke_managed_dcgm=config.cloud == "gcp" and bool(getattr(config.cluster_options, "managed_dcgm", False)),
         inference_namespace=config.inference.namespace,
         prometheus_client_namespaces=prometheus_clients(config, pools),
+        **({"llm_namespace": config.llm.namespace} if config.llm is not None else {}),
     )
 
 
@@ -245,6 +248,8 @@ class GpuMonitoringArgs(TypedDict, total=False):
     prometheus_client_namespaces: list[str]
     """Namespaces whose pods may query Prometheus' API (port 9090) besides Grafana, e.g. the optimizer's and
     KEDA's. Default none: every other pod of the cluster is refused by a NetworkPolicy."""
+    llm_namespace: Optional[str]
+    """Namespace of an `LlmService`: adds the LLM alerts and the LLM serving dashboard (opening on it). Default none."""
 
 
 RULES = {
@@ -256,6 +261,7 @@ RULES = {
     "inference_namespace": DNS_LABEL,
     "runbook_base_url": HTTP_URL,
     "prometheus_client_namespaces[]": DNS_LABEL,
+    "llm_namespace": DNS_LABEL,
 }
 
 
@@ -346,7 +352,8 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         # Custom resources need the CRDs the release installs.
         after_crds = child_opts(self, opts, depends_on=[self.release])
-        rule_set = rules.rule_set(pools, thresholds, args.get("runbook_base_url") or DEFAULT_RUNBOOK_BASE_URL)
+        rule_set = rules.rule_set(pools, thresholds, args.get("runbook_base_url") or DEFAULT_RUNBOOK_BASE_URL,
+                                  llm=bool(args.get("llm_namespace")))
         self.rules = [
             custom_resource(f"{name}-{rule_name}", prometheus_rule_body(rule_name, ns, groups), after_crds)
             for rule_name, groups in ((RECORDING_RULES_NAME, rule_set.recording),
@@ -361,7 +368,8 @@ class GpuMonitoring(pulumi.ComponentResource):
             k8s.core.v1.ConfigMap(f"{name}-{slug}-dashboard", **dashboard_configmap_body(slug, ns, body),
                                   opts=in_namespace)
             for slug, body in dashboards.all_dashboards(args.get("inference_namespace") or "inference", thresholds,
-                                                        rules.other_accelerator_resources(pools)).items()
+                                                        rules.other_accelerator_resources(pools),
+                                                        args.get("llm_namespace")).items()
         ]
         self.register_outputs({
             "namespace": ns, "prometheus_url": self.prometheus_url, "alertmanager_url": self.alertmanager_url,

@@ -63,6 +63,20 @@ NAMESPACE_LEVELS: dict[str, PodSecurity] = {
         "subchart, meet restricted with the charts' defaults (securityContext, podSecurityContext)")),
     "optimizer": PodSecurity(RESTRICTED, "the optimizer CronJob's pod is the platform's own and meets restricted"),
     "inference": PodSecurity(RESTRICTED, "the inference Deployment's pod is the platform's own and meets restricted"),
+    "llm": PodSecurity(RESTRICTED, (
+        "the LLM service's model server (vLLM as UID 10001 with a read-only root filesystem, kube/llm_objects.py) and "
+        "endpoint picker (the Inference Extension's distroless EPP image, as UID 10001) meet restricted")),
+    "gateway": PodSecurity(RESTRICTED, (
+        "the Gateway's namespace runs only cert-manager v1.21.1's ACME HTTP-01 solver pods, which meet restricted "
+        "(pkg/issuer/acme/http/pod.go: runAsNonRoot, RuntimeDefault seccomp, drop ALL, no privilege escalation)")),
+    "envoy-gateway": PodSecurity(RESTRICTED, (
+        "Envoy Gateway v1.9.0's controller and certgen Job (charts/gateway-helm values securityContext) and the Envoy "
+        "pods it creates (internal/infrastructure/kubernetes/resource DefaultSecurityContext: non-root 65532, drop "
+        "ALL, RuntimeDefault seccomp), with Envoy AI Gateway v1.1.0's external processor beside Envoy "
+        "(internal/controller/extproc_builder.go, the same settings), meet restricted")),
+    "envoy-ai-gateway": PodSecurity(RESTRICTED, (
+        "Envoy AI Gateway v1.1.0's controller meets restricted with the chart's defaults "
+        "(controller.podSecurityContext and securityContext: non-root 65532, drop ALL, RuntimeDefault seccomp)")),
 }
 
 TEAM_DEFAULT = PodSecurity(BASELINE, (

@@ -36,7 +36,8 @@ class TeamNamespaceArgs(TypedDict, total=False):
     monitoring_namespace: Optional[str]
     """Namespace whose pods (Prometheus) may reach the team's pods; none: no such allowance."""
     ingress_namespaces: list[str]
-    """Namespaces of ingress controllers allowed to reach the team's pods. Default: ``["ingress-nginx"]``."""
+    """Namespaces of ingress proxies allowed to reach the team's pods. Default: ``["envoy-gateway-system"]`` (the
+    Envoy pods of Gateways of the platform's Envoy Gateway class)."""
 
 
 RULES = {

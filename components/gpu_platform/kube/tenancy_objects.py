@@ -9,6 +9,7 @@ from ..config_model import TeamConfig
 from ..pools import GpuPool
 from . import dra_objects, namespace_security
 from .common import metadata
+from .gateway_objects import ENVOY_GATEWAY_NAMESPACE
 from .monitoring_policies import namespace_peer, prometheus_peer
 
 POD_SECURITY_LEVELS = namespace_security.LEVELS
@@ -25,7 +26,9 @@ EDIT_CLUSTER_ROLE = "edit"
 """Kubernetes' built-in aggregated role; Kueue's chart aggregates LocalQueue and Workload read access into it."""
 DEFAULT_CONTAINER_REQUESTS = {"cpu": "250m", "memory": "512Mi"}
 """Requests a container without its own gets, so the namespace's CPU/memory quota can count it."""
-DEFAULT_INGRESS_NAMESPACES = ("ingress-nginx",)
+DEFAULT_INGRESS_NAMESPACES = (ENVOY_GATEWAY_NAMESPACE,)
+"""Envoy Gateway's namespace, where the Envoy pods of every Gateway of the platform's GatewayClass run (a team may
+publish its own services through a Gateway of its own); on GKE the load balancer's proxies are outside the cluster."""
 
 
 def pods_quota(team: TeamConfig) -> int:
@@ -116,7 +119,7 @@ def egress_rules() -> list[dict]:
 
 def network_policies(team: TeamConfig, monitoring_namespace: Optional[str],
                      ingress_namespaces: Sequence[str]) -> list[dict]:
-    """Ingress isolation: deny by default, then allow the namespace itself, Prometheus and the ingress controller;
+    """Ingress isolation: deny by default, then allow the namespace itself, Prometheus and the ingress proxies;
     egress restricted to the namespace, DNS and the internet (`egress_rules`).
 
     Namespaces are matched by ``kubernetes.io/metadata.name``, which the API server sets and nobody can forge.

@@ -4,7 +4,8 @@ What it deploys (bodies decided in `inference_objects`, whose docstring gives th
 Namespace (Pod Security ``restricted``), ServiceAccount without a token, Deployment on the pool (one
 ``nvidia.com/gpu``: a whole GPU, a MIG instance or a time-sliced/MPS/HAMi slice depending on the pool; on DRA pools
 one device claimed through a ResourceClaimTemplate instead), ClusterIP Service, PodDisruptionBudget, NetworkPolicy,
-the autoscaler, and optionally an Ingress (ingress-nginx), a model-cache PersistentVolumeClaim and a ServiceMonitor.
+the autoscaler, and optionally an HTTPRoute on the stack's Gateway (with the gateway's limits for it), a model-cache
+PersistentVolumeClaim and a ServiceMonitor.
 
 Autoscaling: KEDA (`keda.KedaOperator`), not prometheus-adapter + HPA, because the ScaledObject carries its own
 PromQL for this Service (no cluster-wide adapter rules to keep in step), several triggers with a fallback, and
@@ -14,8 +15,9 @@ waiting per replica) and on CPU utilisation, with a fallback replica count when 
 ``autoscaler: hpa``, or without a Prometheus URL, a plain ``autoscaling/v2`` HPA scales on CPU alone. Either way
 the Deployment's ``replicas`` is only the initial count: Pulumi ignores later changes the autoscaler makes.
 
-Ordering: make the component depend on KEDA's release (ScaledObject CRD) and on the monitoring release
-(ServiceMonitor CRD) when it creates those objects; `GpuPlatform` does.
+Ordering: make the component depend on KEDA's release (ScaledObject CRD), on the monitoring release
+(ServiceMonitor CRD) and on the gateway's `InferenceGateway.ready` (Gateway API CRDs, controller, Gateway) when it
+creates those objects; `GpuPlatform` does.
 """
 
 import re
@@ -43,6 +45,8 @@ from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from . import inference_objects as objects
 from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless
 from .custom_object import KubernetesObject
+from .gateway import route_rules
+from .gateway_objects import GatewayRouteArgs, RouteTarget
 
 
 class InferenceServiceArgs(TypedDict, total=False):
@@ -90,12 +94,10 @@ class InferenceServiceArgs(TypedDict, total=False):
     """CPU request. Default: half the node's CPUs per GPU slot, 1 to 4 CPUs."""
     memory_request: str
     """Memory request and limit. Default: half the node's memory per GPU slot, 4 to 16 GiB."""
-    ingress_host: Optional[str]
-    """Host name to publish ``/analyze`` on through ingress-nginx. Default: no Ingress."""
-    ingress_class: str
-    """IngressClass name. Default ``nginx``."""
-    ingress_namespace: str
-    """Namespace of the ingress controller (admitted by the NetworkPolicy). Default ``ingress-nginx``."""
+    route: GatewayRouteArgs
+    """Publish ``/analyze`` through an HTTPRoute on the stack's Gateway (`InferenceGateway.route_args`), with the
+    gateway's limits for it; the NetworkPolicy admits the gateway's data plane. Needs the Gateway API CRDs (make the
+    component depend on `InferenceGateway.ready`). Default: no route, reachable inside the cluster only."""
     model_cache_size: Optional[str]
     """Size of a model-cache PersistentVolumeClaim mounted as the Hugging Face cache. Default: none."""
     model_cache_storage_class: Optional[str]
@@ -110,6 +112,8 @@ class InferenceServiceArgs(TypedDict, total=False):
     """Labels on the ServiceMonitor (what the Prometheus selects on). Default none."""
 
 
+REPLACED_ARGS = ("ingress_host", "ingress_class", "ingress_namespace")
+"""Arguments of the Ingress the app had before the Gateway (issue 19), refused with the one that replaced them."""
 RULES = {
     "namespace": DNS_LABEL,
     "name": DNS_LABEL,
@@ -128,9 +132,7 @@ RULES = {
     "cpu_utilization": at_least(1),
     "cpu_request": CPU_QUANTITY,
     "memory_request": MEMORY_QUANTITY,
-    "ingress_host": matching(stack_config.HOST_NAME.pattern.strip("^$"), "a DNS host name"),
-    "ingress_class": DNS_SUBDOMAIN,
-    "ingress_namespace": DNS_LABEL,
+    **route_rules("route"),
     "model_cache_size": STORAGE_QUANTITY,
     "model_cache_storage_class": DNS_SUBDOMAIN,
     "model_cache_access_mode": choice(*objects.MODEL_CACHE_ACCESS_MODES),
@@ -141,6 +143,10 @@ RULES = {
 def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
     """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
     checker = Args("InferenceService", name)
+    for old in REPLACED_ARGS:
+        if isinstance(args, dict) and old in args:
+            checker.fail(old, "was replaced by route: the app is published through an HTTPRoute on the stack's "
+                              "Gateway (route.hostname is the host name; InferenceGateway.route_args builds route)")
     checked = checker.check(args, InferenceServiceArgs, RULES)
     low, high = checked.get("min_replicas", 1), checked.get("max_replicas", max(4, checked.get("min_replicas", 1)))
     if high < low:
@@ -152,9 +158,11 @@ def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
     cache = bool(checked.get("model_cache_size"))
     refuse_unless(checker, checked, "model_cache_storage_class", cache, "with model_cache_size (the cache volume)")
     refuse_unless(checker, checked, "model_cache_access_mode", cache, "with model_cache_size (the cache volume)")
-    refuse_unless(checker, checked, "ingress_class", bool(checked.get("ingress_host")), "with ingress_host (the "
-                  "Ingress)")
     refuse_unless(checker, checked, "cpu_utilization", checked.get("autoscaler") != "none", "with an autoscaler")
+    route = checked.get("route") or {}
+    for key in ("max_request_body_size", "rate_limit_per_minute"):
+        if route.get(key) is not None and route.get("implementation") != "envoy-gateway":
+            checker.fail(f"route.{key}", "takes effect only with Envoy Gateway (GKE's Gateway has no such limit)")
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("service_monitor")),
                   "with service_monitor: true")
     vendor = catalog.vendor_of(checked["pool"].get("gpu_model", ""))
@@ -167,7 +175,9 @@ def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
 def spec_from_args(args: InferenceServiceArgs, name: str = "inference") -> objects.InferenceSpec:
     """The `InferenceSpec` the component's objects are decided from (``args`` checked, as component ``name``)."""
     checked = checked_args(name, args)
-    given = {k: v for k, v in checked.items() if k not in ("pool", "create_namespace", "service_monitor")}
+    given = {k: v for k, v in checked.items() if k not in ("pool", "create_namespace", "service_monitor", "route")}
+    if "route" in checked:
+        given["route"] = RouteTarget.from_args(checked["route"])
     if "max_replicas" not in given:
         # The default maximum never falls below the minimum.
         given["max_replicas"] = max(objects.InferenceSpec.max_replicas, given.get("min_replicas", 1))
@@ -184,8 +194,10 @@ def chosen_pool(config: PlatformConfig, pools: list[GpuPool]) -> Optional[GpuPoo
 
 def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Optional[str] = None,
                    monitoring_namespace: Optional[str] = None,
-                   service_monitor_labels: Optional[dict[str, str]] = None) -> InferenceServiceArgs:
-    """`InferenceService` args from a stack's configuration and the monitoring layer (None when disabled).
+                   service_monitor_labels: Optional[dict[str, str]] = None,
+                   route: Optional[GatewayRouteArgs] = None) -> InferenceServiceArgs:
+    """`InferenceService` args from a stack's configuration, the monitoring layer (None when disabled) and the
+    gateway layer (``route``: the app's `GatewayRouteArgs`, None without a Gateway).
 
     Without the platform's Prometheus there is nothing for KEDA to read: ``keda`` becomes a CPU HPA.
     """
@@ -195,7 +207,7 @@ def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Option
         pool=pool.spec(), namespace=inference.namespace, model_id=inference.model_id,
         min_replicas=inference.replicas, max_replicas=inference.max_replicas,
         autoscaler="hpa" if inference.autoscaler == "keda" and not monitored else inference.autoscaler,
-        prometheus_url=prometheus_url, ingress_host=inference.ingress_host,
+        prometheus_url=prometheus_url,
         model_cache_size=inference.model_cache_size, model_cache_storage_class=inference.model_cache_storage_class,
         monitoring_namespace=monitoring_namespace, service_monitor=monitored,
         service_monitor_labels=dict(service_monitor_labels or {}),
@@ -204,6 +216,8 @@ def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Option
         args["image"] = inference.image
     if inference.target_queue_depth is not None:
         args["target_queue_depth"] = inference.target_queue_depth
+    if route is not None:
+        args["route"] = route
     return args
 
 
@@ -226,9 +240,9 @@ class InferenceService(pulumi.ComponentResource):
     """The sentiment-analysis service on a GPU pool, autoscaled on its queue depth (see the module docstring).
 
     Attributes: ``spec`` (the decided `InferenceSpec`), ``deployment``, ``service``, ``autoscaler`` (ScaledObject,
-    HPA or None), ``service_monitor``, ``ingress``, ``model_cache`` (or None), ``gpu_claim_template`` (DRA pools, else
-    None), ``namespace``, ``url`` (in-cluster base URL), ``gpu_share`` (what one ``nvidia.com/gpu`` is on the pool, in
-    words).
+    HPA or None), ``service_monitor``, ``http_route`` (or None), ``model_cache`` (or None), ``gpu_claim_template`` (DRA
+    pools, else None), ``namespace``, ``url`` (in-cluster base URL), ``gpu_share`` (what one ``nvidia.com/gpu`` is on
+    the pool, in words).
     """
 
     namespace: str
@@ -269,9 +283,13 @@ class InferenceService(pulumi.ComponentResource):
         self.service = _register(k8s.core.v1.Service, f"{name}-service", objects.service(spec), in_ns)
         _register(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", objects.pod_disruption_budget(spec), in_ns)
         _register(k8s.networking.v1.NetworkPolicy, f"{name}-network-policy", objects.network_policy(spec), in_ns)
-        self.ingress = None
-        if spec.ingress_host:
-            self.ingress = _register(k8s.networking.v1.Ingress, f"{name}-ingress", objects.ingress(spec), in_ns)
+        self.http_route = None
+        route = objects.http_route(spec)
+        if route is not None:
+            self.http_route = KubernetesObject(f"{name}-http-route", route, in_ns)
+            after_route = child_opts(self, opts, depends_on=[*first, self.http_route, self.service])
+            for body in objects.route_policies(spec):
+                KubernetesObject(f"{name}-{body['kind'].lower()}", body, after_route)
 
         after_target = child_opts(self, opts, depends_on=[*first, self.deployment])
         self.autoscaler: Any = None

@@ -226,6 +226,14 @@ class GkeClusterArgs(TypedDict, total=False):
     autoscaling_profile: str
     """Cluster autoscaler profile: ``BALANCED`` (default; spare GPU nodes are kept longer, which slow-starting
     GPU nodes need) or ``OPTIMIZE_UTILIZATION``. Node auto-provisioning stays off."""
+    gateway_api: bool
+    """Turn on GKE's managed Gateway API controller (``gateway_api_config`` channel ``CHANNEL_STANDARD``: GKE installs
+    and upgrades the standard Gateway API CRDs and implements the ``gke-l7-*`` GatewayClasses) and, in a new VPC, give
+    the region the proxy-only subnet its regional classes need. Default: false."""
+    proxy_only_cidr: str
+    """Range of the proxy-only subnet (purpose ``REGIONAL_MANAGED_PROXY``, role ``ACTIVE``) created in a new VPC with
+    ``gateway_api``. Default: ``10.9.0.0/23``. Refused with ``network`` (a VPC has one per region: the given
+    network's own serves)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -295,6 +303,7 @@ CLUSTER_RULES: dict[str, Rule] = {
     "pod_cidr": CIDR,
     "service_cidr": CIDR,
     "gpu_network_cidr": CIDR,
+    "proxy_only_cidr": CIDR,
     "system_min_nodes": at_least(0),
     "system_max_nodes": at_least(1),
     "system_disk_size_gb": at_least(10),
@@ -605,9 +614,11 @@ def check_cluster_args(name: str, raw: Any) -> dict[str, Any]:
     if bool(args.get("network")) != bool(args.get("subnetwork")):
         missing = "subnetwork" if args.get("network") else "network"
         checker.fail(missing, "an existing VPC needs both network and subnetwork")
-    for key in ("node_cidr", "pod_cidr", "service_cidr"):
+    for key in ("node_cidr", "pod_cidr", "service_cidr", "proxy_only_cidr"):
         if args.get("network") and key in args:
             checker.fail(key, "applies only to a new VPC; the given subnetwork has its own ranges")
+    if "proxy_only_cidr" in args and not args.get("gateway_api"):
+        checker.fail("proxy_only_cidr", "takes effect only with gateway_api: true (the regional Gateway's proxies)")
     minimum, maximum = args.get("system_min_nodes", 1), args.get("system_max_nodes", 3)
     if minimum > maximum:
         checker.fail("system_min_nodes", f"must be <= system_max_nodes ({maximum}), got {minimum}")
@@ -695,6 +706,15 @@ class GkeCluster(pulumi.ComponentResource):
         services_range = _get(args, "services_range_name", "services")
 
         network_ref, subnetwork_ref = self._node_network(name, prefix, region, args, pods_range, services_range)
+        gateway_api = _get(args, "gateway_api", False)
+        self.proxy_only_subnetwork: Optional[gcp.compute.Subnetwork] = None
+        if gateway_api and self.network is not None:
+            # GKE's regional Gateway classes run their Envoy proxies in this subnet (one active per region and VPC).
+            self.proxy_only_subnetwork = gcp.compute.Subnetwork(
+                f"{name}-proxy-only", name=f"{prefix}-proxy-only", project=self.project, region=region,
+                network=self.network.id,
+                ip_cidr_range=_get(args, "proxy_only_cidr", gcp_options.DEFAULT_PROXY_ONLY_CIDR),
+                purpose="REGIONAL_MANAGED_PROXY", role="ACTIVE", opts=self._child())
         self._node_identity(name, prefix, cluster_name, args)
         self._gpu_vpcs(name, prefix, region, gpu_networks, gpu_cidr)
         self._secrets_key(name, region, _get(args, "secrets_encryption", True))
@@ -716,6 +736,7 @@ class GkeCluster(pulumi.ComponentResource):
                                   "services_secondary_range_name": services_range},
             # Dataplane V2: network policy enforcement, and a precondition of multi-networking.
             datapath_provider="ADVANCED_DATAPATH",
+            gateway_api_config={"channel": "CHANNEL_STANDARD"} if gateway_api else None,
             enable_multi_networking=True if multi_networking else None,
             release_channel={"channel": _get(args, "release_channel", "REGULAR")},
             min_master_version=args.get("kubernetes_version"),
@@ -1168,6 +1189,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         args.update(node_cidr=options.node_cidr, pod_cidr=options.pod_cidr, service_cidr=options.service_cidr)
     if any(p.rdma_fabric in gcp_networks.PROFILES for p in config.gpu_pools()):
         args["gpu_network_cidr"] = options.gpu_network_cidr
+    if options.proxy_only_cidr is not None:  # the stack publishes services through a GKE Gateway
+        args["gateway_api"] = True
+        if options.network is None:
+            args["proxy_only_cidr"] = options.proxy_only_cidr
     cluster = GkeCluster(name, args, opts)
 
     outputs: dict[str, Any] = {
@@ -1181,6 +1206,9 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         "gpu_networks": list(cluster.gpu_subnetworks),
         "managed_dcgm": options.managed_dcgm,
     }
+    if options.proxy_only_cidr is not None:
+        # The kube layer's Gateway: its services' NetworkPolicies admit the proxies from this range.
+        outputs["gateway_proxy_cidr"] = options.proxy_only_cidr
     if gcp_options.software_installs_driver(config.gpu_software) or google_installer:
         outputs["driver_install_dir"] = gcp_pools.GKE_DRIVER_INSTALL_DIR
     if google_installer:
@@ -1195,5 +1223,6 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         pools=cluster.gpu_pools,
         node_pool_ids={n: c.node_pool_id for n, c in cluster.node_pools.items()},
         outputs=outputs,
-        ready=[cluster.system_pool, *(c.node_pool for c in cluster.node_pools.values()), *cluster.network_objects],
+        ready=[cluster.system_pool, *(c.node_pool for c in cluster.node_pools.values()), *cluster.network_objects,
+               *([cluster.proxy_only_subnetwork] if cluster.proxy_only_subnetwork else [])],
     )

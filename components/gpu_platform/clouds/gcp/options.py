@@ -49,7 +49,7 @@ from .pools import nvlink_topology
 CLUSTER_KEYS = {
     "project", "zone", "releaseChannel", "network", "subnetwork", "podsRangeName", "servicesRangeName",
     "nodeCidr", "podCidr", "serviceCidr", "gpuNetworkCidr", "privateNodes", "systemPool", "nodeServiceAccount",
-    "deletionProtection", "managedDcgm", *control_plane.KEYS,
+    "deletionProtection", "managedDcgm", "proxyOnlyCidr", *control_plane.KEYS,
 }
 POOL_KEYS = {
     "gpuDriverVersion", "imageType", "reservationAffinity", "reservations", "compactPlacement",
@@ -58,6 +58,11 @@ POOL_KEYS = {
 SYSTEM_POOL_KEYS = {"machineType", "minNodes", "maxNodes", "diskSizeGb"}
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
+DEFAULT_PROXY_ONLY_CIDR = "10.9.0.0/23"
+"""The proxy-only subnet of a new VPC: clear of the default node (10.0.0.0/20), Pod (10.4.0.0/14) and Service
+(10.8.0.0/20) ranges; a /23, the size Google recommends (Cloud Load Balancing "Proxy-only subnets")."""
+PROXY_ONLY_PREFIX_MAX = 26
+"""The smallest proxy-only subnet Google accepts is a /26."""
 # GPUDriverInstallationConfig.GPUDriverVersion values a pool may choose when GKE installs the driver.
 # DEFAULT is the platform default: the driver GKE qualifies for the node version (cluster-toolkit's
 # gke-node-pool defaults to it too); LATEST tracks newer drivers sooner, and newer drivers have broken
@@ -120,6 +125,12 @@ class GcpClusterOptions:
     """Service secondary range of a new subnetwork."""
     gpu_network_cidr: str = "192.168.0.0/16"
     """Range carved into the GPUDirect NIC subnets (32 equal slots)."""
+    proxy_only_cidr: Optional[str] = None
+    """``proxyOnlyCidr``: range of the region's proxy-only subnet (purpose ``REGIONAL_MANAGED_PROXY``), which the
+    regional Gateway's load balancer proxies take their addresses from and which the services' NetworkPolicies admit.
+    A new VPC gets the subnet (default ``10.9.0.0/23``, clear of the default node, Pod and Service ranges); with
+    ``network`` it names the range of the network's existing proxy-only subnet (a region has one per VPC) and is
+    required when the stack publishes a service. Refused when the stack has no Gateway."""
     private_nodes: bool = True
     """Nodes without external IPs (a Cloud NAT is added to a new VPC so they still reach registries)."""
     system_pool: SystemPoolOptions = field(default_factory=SystemPoolOptions)
@@ -289,6 +300,34 @@ def _read_cidr(raw: Mapping, key: str, path: str, default: str) -> str:
         raise ConfigError(join(path, key), f"'{value}' is not an IPv4 CIDR range such as {default}") from None
 
 
+def _proxy_only_cidr(raw: Mapping, config: Any, existing_network: bool) -> Optional[str]:
+    """``proxyOnlyCidr``: the proxy-only subnet's range when the stack has a Gateway (GKE's regional Gateway classes
+    need one in the region), checked against the new VPC's other ranges; refused without a Gateway."""
+    from ...gateway_config import publishes_services
+
+    if not publishes_services(config):
+        if raw.get("proxyOnlyCidr") is not None:
+            raise ConfigError("proxyOnlyCidr", "takes effect only with a Gateway (the stack publishes no service, or "
+                                               "gateway.enabled is false)")
+        return None
+    if existing_network and raw.get("proxyOnlyCidr") is None:
+        raise ConfigError("proxyOnlyCidr", "is required with an existing network: the range of its proxy-only subnet "
+                                           f"(purpose REGIONAL_MANAGED_PROXY) in {config.region}, which the Gateway's "
+                                           "proxies connect from")
+    cidr = _read_cidr(raw, "proxyOnlyCidr", "", DEFAULT_PROXY_ONLY_CIDR)
+    network = ipaddress.ip_network(cidr)
+    if network.prefixlen > PROXY_ONLY_PREFIX_MAX:
+        raise ConfigError("proxyOnlyCidr", f"'{cidr}' is too small: a proxy-only subnet is a /26 or larger (a /23 "
+                                           "is recommended)")
+    if not existing_network:
+        for key, default in (("nodeCidr", GcpClusterOptions.node_cidr), ("podCidr", GcpClusterOptions.pod_cidr),
+                             ("serviceCidr", GcpClusterOptions.service_cidr)):
+            other = _read_cidr(raw, key, "", default)
+            if network.overlaps(ipaddress.ip_network(other)):
+                raise ConfigError("proxyOnlyCidr", f"'{cidr}' overlaps {key} ({other})")
+    return cidr
+
+
 def _read_email(raw: Mapping, key: str, path: str) -> Optional[str]:
     value = read_str(raw, key, path, None)
     if value is not None and not EMAIL.match(value):
@@ -360,6 +399,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
         deletion_protection=read_bool(raw, "deletionProtection", "", True),
         managed_dcgm=read_bool(raw, "managedDcgm", "", config.gpu_software == "cloud-managed"),
         control_plane=control_plane.parse_control_plane(raw),
+        proxy_only_cidr=_proxy_only_cidr(raw, config, network is not None),
     )
     if options.managed_dcgm and config.gpu_software != "cloud-managed":
         raise ConfigError("managedDcgm", "GKE's managed DCGM metrics need GKE's driver and device plugin "
