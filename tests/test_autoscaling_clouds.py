@@ -107,7 +107,7 @@ def test_cluster_autoscaler_identity_and_discovery_tags(eks):
                                                    "aws:ResourceTag/k8s.io/cluster-autoscaler/aws-dev": "owned"}}
     tags = {(r.inputs["autoscalingGroupName"], r.inputs["tag"]["key"], r.inputs["tag"]["value"])
             for r in eks.of_type("aws:autoscaling/tag:Tag") if r.name.startswith("aws-dev-cluster-autoscaler-")}
-    assert tags == {(f"eks-aws-dev-{p}-nodes-asg", key, value) for p in ("l4-infer", "h100-train")
+    assert tags == {(f"eks-aws-dev-{p}-nodes-asg", key, value) for p in ("l4-infer", "l4-spot", "h100-train")
                     for key, value in (("k8s.io/cluster-autoscaler/enabled", "true"),
                                        ("k8s.io/cluster-autoscaler/aws-dev", "owned"))}
     release = eks.one(RELEASE, "aws-dev-cluster-autoscaler-chart")
@@ -116,18 +116,25 @@ def test_cluster_autoscaler_identity_and_discovery_tags(eks):
 
 
 def test_eks_gpu_pools_scale_from_zero_with_node_template_tags_and_the_gpu_label(eks):
-    """The h100-train pool starts at 0 nodes: the autoscaler builds its node from the group's tags."""
-    group = eks.one("aws:eks/nodeGroup:NodeGroup", "aws-dev-h100-train-nodes").inputs
-    assert group["scalingConfig"] == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
-    assert group["labels"]["k8s.amazonaws.com/accelerator"] == "nvidia-h100"
-    asg = {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in eks.of_type("aws:autoscaling/tag:Tag")
-           if r.inputs["autoscalingGroupName"] == "eks-aws-dev-h100-train-nodes-asg"}
+    """The l4-spot pool starts at 0 nodes: the autoscaler builds its node from the group's tags. The fixed h100-train
+    pool (its reservation's two nodes) carries the same template, EFA interfaces included."""
+    group = eks.one("aws:eks/nodeGroup:NodeGroup", "aws-dev-l4-spot-nodes").inputs
+    assert group["scalingConfig"] == {"minSize": 0, "maxSize": 4, "desiredSize": 0}
+    assert group["labels"]["k8s.amazonaws.com/accelerator"] == "nvidia-l4"
     template = "k8s.io/cluster-autoscaler/node-template"
-    assert asg[f"{template}/resources/nvidia.com/gpu"] == "8"
-    assert asg[f"{template}/resources/vpc.amazonaws.com/efa"] == "32"
-    assert asg[f"{template}/taint/nvidia.com/gpu"] == "present:NoSchedule"
-    assert asg[f"{template}/label/gpu-platform.io/pool"] == "h100-train"
-    assert asg[f"{template}/label/k8s.amazonaws.com/accelerator"] == "nvidia-h100"
+
+    def asg(pool):
+        return {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in eks.of_type("aws:autoscaling/tag:Tag")
+                if r.inputs["autoscalingGroupName"] == f"eks-aws-dev-{pool}-nodes-asg"}
+
+    spot = asg("l4-spot")
+    assert spot[f"{template}/resources/nvidia.com/gpu"] == "1"
+    assert spot[f"{template}/taint/nvidia.com/gpu"] == "present:NoSchedule"
+    assert spot[f"{template}/label/gpu-platform.io/pool"] == "l4-spot"
+    assert spot[f"{template}/label/k8s.amazonaws.com/accelerator"] == "nvidia-l4"
+    train = asg("h100-train")
+    assert (train[f"{template}/resources/nvidia.com/gpu"], train[f"{template}/resources/vpc.amazonaws.com/efa"]) == (
+        "8", "32")
 
 
 def test_autoscaler_image_follows_the_kubernetes_minor():
@@ -154,18 +161,20 @@ def test_aks_cluster_carries_the_gpu_autoscaler_profile_and_pools_scale_from_zer
         "expander": "least-waste", "balanceSimilarNodeGroups": "true", "skipNodesWithSystemPods": "false",
         "skipNodesWithLocalStorage": "false", "maxNodeProvisionTime": "30m", "scaleDownUnneededTime": "40m",
         "scaleDownDelayAfterAdd": "30m"}
-    train = rec.one("azure-native:containerservice:AgentPool", "azure-dev-h100-train-pool").inputs
-    # AKS user pools scale to zero; the autoscaler reads the pool's labels and taints from the scale set.
-    assert (train["enableAutoScaling"], train["minCount"], train["maxCount"]) == (True, 0, 4)
-    assert "nvidia.com/gpu=present:NoSchedule" in train["nodeTaints"]
+    # AKS user pools scale to zero; the autoscaler reads the pool's labels and taints from the scale set (the spot
+    # pool here: h100-train is fixed at its reservation's 2 nodes).
+    spot = rec.one("azure-native:containerservice:AgentPool", "azure-dev-a100-spot-pool").inputs
+    assert (spot["enableAutoScaling"], spot["minCount"], spot["maxCount"]) == (True, 0, 4)
+    assert "nvidia.com/gpu=present:NoSchedule" in spot["nodeTaints"]
 
 
 def test_gke_cluster_uses_the_balanced_profile_without_auto_provisioning():
     rec = run_with_autoscaler(gcp, stack_config("gcp-dev"))
     cluster = rec.one("gcp:container/cluster:Cluster").inputs
     assert cluster["clusterAutoscaling"] == {"enabled": False, "autoscalingProfile": "BALANCED"}
-    train = rec.one("gcp:container/nodePool:NodePool", "gcp-dev-h100-train-pool").inputs
-    assert train["autoscaling"]["totalMinNodeCount"] == 0  # GKE scales a GPU pool from zero by itself
+    # GKE scales a GPU pool from zero by itself (the spot pool; h100-train is fixed for topology-aware placement).
+    spot = rec.one("gcp:container/nodePool:NodePool", "gcp-dev-l4-spot-pool").inputs
+    assert spot["autoscaling"]["totalMinNodeCount"] == 0
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -183,8 +192,10 @@ def test_oke_addon_scales_every_pool_with_its_bounds(oke):
         "ClusterAutoscaler", "ocid1.cluster.oc1.iad.oci-dev-oke", True)
     assert addon["configurations"] == [
         {"key": "authType", "value": "workload"},
+        # The a10-spot pool (the a10 pool's preemptible fallback) scales like any other.
+        # h100-train is fixed at 2 nodes (its reservation), so the add-on leaves it out.
         {"key": "nodes", "value": "1:4:ocid1.nodepool.oc1.iad.oci-dev-a10-infer-nodes,"
-                                  "2:4:ocid1.nodepool.oc1.iad.oci-dev-h100-train-nodes"},
+                                  "0:4:ocid1.nodepool.oc1.iad.oci-dev-a10-spot-nodes"},
         {"key": "expander", "value": "least-waste"},
         {"key": "balanceSimilarNodeGroups", "value": "true"},
         {"key": "skipNodesWithSystemPods", "value": "false"},
@@ -211,7 +222,10 @@ def test_oke_addon_workload_identity_policy(oke):
 
 def test_oke_fixed_size_pools_are_left_alone_and_zero_minimum_pools_scale_from_zero():
     raw = strip_namespace(load_stack_file(STACKS / "Pulumi.oci-dev.yaml"))
-    pools = [{**raw["nodePools"][0], "minNodes": 0, "maxNodes": 3}, {**raw["nodePools"][1], "maxNodes": 2}]
+    by_name = {p["name"]: p for p in raw["nodePools"]}
+    # The a10 pool without its spot fallback, and the RDMA pool fixed at its minimum.
+    a10 = {k: v for k, v in by_name["a10-infer"].items() if k != "fallbackPool"}
+    pools = [{**a10, "minNodes": 0, "maxNodes": 3}, {**by_name["h100-train"], "maxNodes": 2}]
     config = parse_config({**raw, "nodePools": pools}, "oci-dev")
     rec = run_with_autoscaler(oci, config, oke_autoscaler_from_config)
     nodes = next(c for c in rec.one("oci:ContainerEngine/addon:Addon").inputs["configurations"]

@@ -24,8 +24,11 @@ def pool_spec(instance_type, rdma=False, spot=False, min_nodes=0, max_nodes=2):
                    rdma_interfaces=shape.rdma_interfaces if rdma else 0, spot=spot).spec()
 
 
-def run_pool(instance_type, rdma=False, spot=False, **args):
-    base = {"pool": pool_spec(instance_type, rdma, spot), "cluster_name": "gpu",
+def run_pool(instance_type, rdma=False, spot=False, reservation="", **args):
+    pool = pool_spec(instance_type, rdma, spot)
+    if reservation:
+        pool = {**pool, "provisioning": "reservation", "reservation": reservation}
+    base = {"pool": pool, "cluster_name": "gpu",
             "node_role_arn": "arn:aws:iam::123456789012:role/nodes", "subnet_ids": [SUBNET], "vpc_id": VPC,
             "cluster_security_group_id": CLUSTER_SG}
     return run_program(lambda: aws.EksGpuNodePool("train", {**base, **args}))
@@ -104,7 +107,7 @@ def test_spot_pool():
 
 
 def test_capacity_block_pool_puts_market_reservation_and_type_in_the_launch_template():
-    rec = run_pool("p5.48xlarge", rdma=True, capacity_reservation_id="cr-0123456789abcdef0", capacity_block=True)
+    rec = run_pool("p5.48xlarge", rdma=True, reservation="cr-0123456789abcdef0", capacity_block=True)
     group = rec.one(NODE_GROUP, "train-nodes").inputs
     assert group["capacityType"] == "CAPACITY_BLOCK"
     assert "instanceTypes" not in group
@@ -119,7 +122,7 @@ def test_capacity_block_pool_puts_market_reservation_and_type_in_the_launch_temp
 
 
 def test_on_demand_capacity_reservation_pool():
-    rec = run_pool("p4d.24xlarge", capacity_reservation_id="cr-0123456789abcdef0")
+    rec = run_pool("p4d.24xlarge", reservation="cr-0123456789abcdef0")
     assert rec.one(NODE_GROUP, "train-nodes").inputs["capacityType"] == "ON_DEMAND"
     template = rec.one(LAUNCH_TEMPLATE, "train-lt").inputs
     assert template["capacityReservationSpecification"]["capacityReservationTarget"] == {
@@ -138,7 +141,7 @@ def test_bottlerocket_pool_sizes_the_data_volume():
 
 def test_component_rejects_a_capacity_block_on_spot():
     with pytest.raises(ValueError, match="Capacity Block"):
-        run_pool("p5.48xlarge", spot=True, capacity_reservation_id="cr-0123456789abcdef0", capacity_block=True)
+        run_pool("p5.48xlarge", spot=True, capacity_block=True)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -133,19 +133,19 @@ CLUSTER_MISUSE = [
      "BOTTLEROCKET_x86_64_NVIDIA, AL2023_ARM_64_NVIDIA, AL2023_x86_64_NEURON; did you mean "
      "'AL2023_x86_64_NEURON'?"),
     ("capacity block without reservation", cluster_args(gpu_pools=[{**pool_args("aws", L4), "capacity_block": True}]),
-     "EksCluster dev: gpu_pools[0].capacity_block: a Capacity Block needs capacity_reservation_id (the cr-... id of "
-     "the purchased block)"),
-    ("reservation on spot", cluster_args(gpu_pools=[{**pool_args("aws", {**L4, "spot": True}),
-                                                     "capacity_reservation_id": "cr-0123456789abcdef0",
-                                                     "zones": ["us-west-2a"]}]),
-     "EksCluster dev: gpu_pools[0].capacity_reservation_id: capacity reservations are on-demand capacity; remove "
-     "spot: true"),
+     "EksCluster dev: gpu_pools[0].capacity_block: a Capacity Block is reserved capacity; set pool.provisioning: "
+     "reservation and pool.reservation: cr-... (the purchased block's id)"),
+    ("first-round reservation argument", cluster_args(gpu_pools=[{**pool_args("aws", L4),
+                                                                  "capacity_reservation_id": "cr-0123456789abcdef0",
+                                                                  "zones": ["us-west-2a"]}]),
+     "EksCluster dev: gpu_pools[0].capacity_reservation_id: was replaced by pool.provisioning 'reservation' and "
+     "pool.reservation (the same cr-... id)"),
     ("placement without EFA", cluster_args(gpu_pools=[{**pool_args("aws", L4), "placement_group": True}]),
      "EksCluster dev: gpu_pools[0].placement_group: a cluster placement group is only for rdma: true pools"),
-    ("reservation without its zone", cluster_args(gpu_pools=[{**pool_args("aws", L4),
-                                                              "capacity_reservation_id": "cr-0123456789abcdef0"}]),
-     "EksCluster dev: gpu_pools[0].zones: name the one zone of capacity_reservation_id (a reservation lives in one "
-     "availability zone)"),
+    ("reservation without its zone", cluster_args(gpu_pools=[pool_args("aws", {
+        **L4, "provisioning": "reservation", "reservation": "cr-0123456789abcdef0"})]),
+     "EksCluster dev: gpu_pools[0].zones: name the one zone of pool.reservation (an EC2 capacity reservation lives "
+     "in one availability zone)"),
     ("cluster key in a pool", cluster_args(gpu_pools=[{**pool_args("aws", L4), "cluster_name": "other"}]),
      "EksCluster dev: gpu_pools[0].cluster_name: is set by the EksCluster for its own pools; remove it"),
     ("subnet_ids in a new VPC", cluster_args(gpu_pools=[{**pool_args("aws", L4), "subnet_ids": SUBNETS[:1]}]),
@@ -183,9 +183,9 @@ NODE_POOL_MISUSE = [
      "EksGpuNodePool p: pool.cloud: pool 'l4' is a GCP pool; EksGpuNodePool takes AWS pools"),
     ("EFA without VPC", node_pool_args(pool=gpu_pool("aws", H100).spec()),
      "EksGpuNodePool p: vpc_id: is required for the EFA pool 'h100' (its security group)"),
-    ("capacity block on spot", node_pool_args(pool=gpu_pool("aws", {**L4, "spot": True}).spec(), capacity_block=True,
-                                              capacity_reservation_id="cr-0123456789abcdef0"),
-     "EksGpuNodePool p: capacity_block: a Capacity Block is reserved capacity and cannot be spot; remove spot: true"),
+    ("capacity block on spot", node_pool_args(pool=gpu_pool("aws", {**L4, "spot": True}).spec(), capacity_block=True),
+     "EksGpuNodePool p: capacity_block: a Capacity Block is reserved capacity; set pool.provisioning: reservation "
+     "and pool.reservation: cr-... (the purchased block's id)"),
     ("bottlerocket with sharing",
      node_pool_args(pool=gpu_pool("aws", {**L4, "sharing": {"mode": "time-slicing", "replicas": 4}}).spec(),
                     ami_type="BOTTLEROCKET_x86_64_NVIDIA"),
@@ -193,9 +193,13 @@ NODE_POOL_MISUSE = [
      "replaces with its own; use AL2023_x86_64_NVIDIA"),
     ("bad subnet id", node_pool_args(subnet_ids=["subnet-a"]),
      "EksGpuNodePool p: subnet_ids[0]: 'subnet-a' is not a subnet id such as subnet-0123456789abcdef0"),
-    ("bad reservation id", node_pool_args(capacity_reservation_id="res-1"),
-     "EksGpuNodePool p: capacity_reservation_id: 'res-1' is not a capacity reservation id such as "
+    ("bad reservation id", node_pool_args(pool={**gpu_pool("aws", L4).spec(), "provisioning": "reservation",
+                                                "reservation": "res-1"}),
+     "EksGpuNodePool p: pool.reservation: 'res-1' is not an EC2 capacity reservation id such as "
      "cr-0123456789abcdef0"),
+    ("first-round reservation argument", node_pool_args(capacity_reservation_id="cr-0123456789abcdef0"),
+     "EksGpuNodePool p: capacity_reservation_id: was replaced by pool.provisioning 'reservation' and "
+     "pool.reservation (the same cr-... id)"),
 ]
 
 
@@ -271,10 +275,11 @@ TAKES_EFFECT = [
                                                                          t["blockDeviceMappings"][0]["deviceName"]),
      ("BOTTLEROCKET_x86_64_NVIDIA", "/dev/xvdb")),
     ("diskSizeGiB", {"diskSizeGiB": 321}, lambda g, t: t["blockDeviceMappings"][0]["ebs"]["volumeSize"], 321),
-    ("capacityReservationId", {"capacityReservationId": "cr-0123456789abcdef0", "zones": ["us-west-2a"]},
-     lambda g, t: (t["capacityReservationSpecification"], g["subnetIds"]),
-     (RESERVATION, ["subnet-dev-private-us-west-2a"])),
-    ("capacityBlock", {"capacityBlock": True, "capacityReservationId": "cr-0123456789abcdef0",
+    ("provisioning", {"provisioning": "spot"}, lambda g, t: g["capacityType"], "SPOT"),
+    ("reservation", {"provisioning": "reservation", "reservation": "cr-0123456789abcdef0", "zones": ["us-west-2a"]},
+     lambda g, t: (t["capacityReservationSpecification"], g["subnetIds"], g["capacityType"]),
+     (RESERVATION, ["subnet-dev-private-us-west-2a"], "ON_DEMAND")),
+    ("capacityBlock", {"capacityBlock": True, "provisioning": "reservation", "reservation": "cr-0123456789abcdef0",
                        "zones": ["us-west-2a"]},
      lambda g, t: (g["capacityType"], t["instanceMarketOptions"], t["instanceType"], "instanceTypes" in g),
      ("CAPACITY_BLOCK", {"marketType": "capacity-block"}, "g6.xlarge", False)),

@@ -35,11 +35,15 @@ def test_efa_pool_gets_placement_group_and_big_disk_by_default():
     assert (options.placement_group, options.disk_size_gib, options.capacity_type) == (True, 500, "ON_DEMAND")
 
 
+RESERVED = {"provisioning": "reservation", "reservation": "cr-0123456789abcdef0"}
+"""A pool on an On-Demand Capacity Reservation (the shared keys)."""
+
+
 @pytest.mark.parametrize(("fields", "capacity_type", "placement"), [
     ({"spot": True}, "SPOT", True),
-    ({"capacityReservationId": "cr-0123456789abcdef0", "zones": ["us-west-2b"]}, "ON_DEMAND", False),
-    ({"capacityReservationId": "cr-0123456789abcdef0", "capacityBlock": True, "zones": ["us-west-2b"]},
-     "CAPACITY_BLOCK", False),
+    ({"provisioning": "spot"}, "SPOT", True),
+    ({**RESERVED, "zones": ["us-west-2b"]}, "ON_DEMAND", False),
+    ({**RESERVED, "capacityBlock": True, "zones": ["us-west-2b"]}, "CAPACITY_BLOCK", False),
     ({"placementGroup": False}, "ON_DEMAND", False),
 ])
 def test_capacity_type_and_placement_follow_spot_and_reservations(fields, capacity_type, placement):
@@ -75,23 +79,26 @@ ERRORS = [
     ("bad amiType", stack({**INFER, "amiType": "AL2_x86_64_GPU"}),
      "s: nodePools[0].amiType: 'AL2_x86_64_GPU' is not one of AL2023_x86_64_NVIDIA, BOTTLEROCKET_x86_64_NVIDIA; "
      "did you mean 'AL2023_x86_64_NVIDIA'?"),
-    ("capacity block on spot",
-     stack({**TRAIN, "spot": True, "capacityBlock": True, "capacityReservationId": "cr-0123456789abcdef0"}),
-     "s: nodePools[0].capacityBlock: a Capacity Block is reserved capacity and cannot be spot; remove spot: true"),
+    ("capacity block on spot", stack({**TRAIN, "spot": True, "capacityBlock": True}),
+     "s: nodePools[0].capacityBlock: a Capacity Block is reserved capacity; set provisioning: reservation and "
+     "reservation: cr-... (the purchased block's id)"),
     ("capacity block without reservation", stack({**TRAIN, "capacityBlock": True}),
-     "s: nodePools[0].capacityBlock: a Capacity Block needs capacityReservationId (the cr-... id of the purchased "
-     "block)"),
-    ("reservation on spot", stack({**INFER, "spot": True, "capacityReservationId": "cr-0123456789abcdef0"}),
-     "s: nodePools[0].capacityReservationId: capacity reservations are on-demand capacity; remove spot: true"),
-    ("malformed reservation id", stack({**INFER, "capacityReservationId": "reservation-1"}),
-     "s: nodePools[0].capacityReservationId: 'reservation-1' is not a capacity reservation id such as "
+     "s: nodePools[0].capacityBlock: a Capacity Block is reserved capacity; set provisioning: reservation and "
+     "reservation: cr-... (the purchased block's id)"),
+    ("reservation on spot", stack({**INFER, "spot": True, **RESERVED}),
+     "s: nodePools[0].spot: spot: true is provisioning: spot, and provisioning is reservation; give one of them"),
+    ("malformed reservation id", stack({**INFER, "provisioning": "reservation", "reservation": "reservation-1"}),
+     "s: nodePools[0].reservation: 'reservation-1' is not an EC2 capacity reservation id such as "
      "cr-0123456789abcdef0"),
+    ("first-round reservation key", stack({**INFER, "capacityReservationId": "cr-0123456789abcdef0"}),
+     "s: nodePools[0].capacityReservationId: replaced by provisioning: reservation and reservation: cr-... "
+     "(the same id)"),
     ("disk too small", stack({**INFER, "diskSizeGiB": 20}), "s: nodePools[0].diskSizeGiB: must be >= 50, got 20"),
     ("placement group without rdma", stack({**INFER, "placementGroup": True}),
      "s: nodePools[0].placementGroup: a cluster placement group is only for rdma: true pools"),
     ("placement group with a reservation",
-     stack({**TRAIN, "placementGroup": True, "capacityReservationId": "cr-0123456789abcdef0", "zones": ["us-west-2a"]}),
-     "s: nodePools[0].placementGroup: cannot be combined with capacityReservationId: reserved instances cannot "
+     stack({**TRAIN, "placementGroup": True, **RESERVED, "zones": ["us-west-2a"]}),
+     "s: nodePools[0].placementGroup: cannot be combined with provisioning: reservation: reserved instances cannot "
      "launch into a new placement group"),
     ("time-slicing on bottlerocket",
      stack({**INFER, "amiType": "BOTTLEROCKET_x86_64_NVIDIA", "sharing": {"mode": "time-slicing", "replicas": 4}}),
@@ -99,9 +106,9 @@ ERRORS = [
      "replaces with its own; use AL2023_x86_64_NVIDIA"),
     ("efa pool over two zones", stack({**TRAIN, "zones": ["us-west-2a", "us-west-2b"]}),
      "s: nodePools[0].zones: EFA traffic stays in one subnet of one zone; name one zone, not 2"),
-    ("reservation without its zone", stack({**INFER, "capacityReservationId": "cr-0123456789abcdef0"}),
-     "s: nodePools[0].zones: name the one zone of capacityReservationId (a reservation lives in one availability "
-     "zone)"),
+    ("reservation without its zone", stack({**INFER, **RESERVED}),
+     "s: nodePools[0].zones: name the one zone of the reservation (an EC2 capacity reservation lives in one "
+     "availability zone)"),
     ("zone of another region", stack({**INFER, "zones": ["eu-west-1a"]}),
      "s: nodePools[0].zones[0]: 'eu-west-1a' is not an availability zone of us-west-2 (such as us-west-2a)"),
     ("zone outside availabilityZones",

@@ -292,15 +292,23 @@ def test_azure_dev_reference_stack():
     cfg = parse_config(strip_namespace(plan.load_stack_file(stack_file)), "azure-dev")
     rec, seen = run(cfg)
     pools = {r.inputs["agentPoolName"]: r.inputs for r in rec.of_type(AGENT_POOL)}
-    assert set(pools) == {"a100infer", "h100train"}
+    assert set(pools) == {"a100infer", "a100spot", "h100train"}
     assert pools["a100infer"]["vmSize"] == "Standard_NC24ads_A100_v4"
+    # a100-spot is a100-infer's fallback: the same size on spot; h100-train runs in a capacity reservation group.
+    assert (pools["a100spot"]["vmSize"], pools["a100spot"]["scaleSetPriority"]) == ("Standard_NC24ads_A100_v4", "Spot")
+    assert pools["h100train"]["capacityReservationGroupID"] == (
+        "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/gpu-capacity/providers/"
+        "Microsoft.Compute/capacityReservationGroups/h100-crg")
+    assert "capacityReservationGroupID" not in pools["a100infer"]
     assert pools["a100infer"]["nodeLabels"]["gpu-platform.io/pool"] == "a100-infer"
     assert pools["a100infer"]["availabilityZones"] == ["1", "2", "3"]
     assert pools["h100train"]["vmSize"] == "Standard_ND96isr_H100_v5"
     assert pools["h100train"]["nodeLabels"]["gpu-platform.io/rdma"] == "infiniband"
-    assert (pools["h100train"]["minCount"], pools["h100train"]["maxCount"]) == (0, 4)
+    assert (pools["h100train"]["minCount"], pools["h100train"]["maxCount"]) == (2, 2)  # its reservation, fixed
     assert all(p["gpuProfile"] == {"driver": "None"} for p in pools.values())
-    assert all(p["nodeTaints"] == [GPU_TAINT] for p in pools.values())
+    assert all(p["nodeTaints"] == [GPU_TAINT] for n, p in pools.items() if n != "a100spot")
+    assert pools["a100spot"]["nodeTaints"] == [GPU_TAINT, "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"]
     assert len(rec.of_type(FEATURE)) == 1
-    assert {p.role: p.name for p in seen["handle"].pools} == {"inference": "a100-infer", "training": "h100-train"}
+    assert [(p.name, p.role) for p in seen["handle"].pools] == [
+        ("a100-infer", "inference"), ("a100-spot", "inference"), ("h100-train", "training")]
     assert [t.name for t in cfg.teams] == ["research", "product"]

@@ -169,10 +169,10 @@ def test_specs_inside_args_are_checked_against_the_component_cloud():
 
 def test_gpu_pool_refuses_cloud_keys_and_names_pool_args():
     with pytest.raises(ConfigError, match=re.escape(
-            "nodePools[h100].capacityReservationId: gpu_pool() returns a cloud-neutral GpuPool with no place for "
-            "'capacityReservationId'; use pool_args('aws', entry), which keeps it for the cluster's gpu_pools")):
+            "nodePools[h100].diskSizeGiB: gpu_pool() returns a cloud-neutral GpuPool with no place for "
+            "'diskSizeGiB'; use pool_args('aws', entry), which keeps it for the cluster's gpu_pools")):
         gpu_pool("aws", {"name": "h100", "instanceType": "p5.48xlarge",
-                         "capacityReservationId": "cr-0123456789abcdef0"})
+                         "diskSizeGiB": 500})
     with pytest.raises(ConfigError, match=re.escape("nodePools[l4].zones: gpu_pool() returns")):
         gpu_pool("gcp", {"name": "l4", "instanceType": "g2-standard-8", "zones": ["us-central1-a"]})
 

@@ -108,7 +108,7 @@ def test_reference_defaults_come_from_the_parser():
            "existing: `operator`" in row("gpuSoftware", "top-level-keys")
     assert "| required |" in row("name", "teams")
     assert "| `NoSchedule` |" in row("effect", "nodepools-taints")
-    assert "| boolean | `false` |" in row("capacityBlock", "aws-pools")
+    assert "| list of strings | `[]` |" in row("subnetIds", "aws-pools")
     assert "| `512` |" in row("bootVolumeSizeGiB", "oci-pools")
     assert "| `[]` |" in row("teams", "top-level-keys")
 

@@ -172,7 +172,7 @@ def test_dra_pool_defaults_to_a_fixed_size_and_the_operator():
 def test_rack_shapes_default_to_dra_and_arm64_and_refuse_the_device_plugin():
     parsed = config.parse_config({"cloud": "gcp", "region": "us-central1", "nodePools": [
         {"name": "rack", "instanceType": "a4x-highgpu-4g", "maxNodes": 18, "role": "training",
-         "reservations": ["a4x-reservation"], "zones": ["us-central1-a"]},
+         "provisioning": "reservation", "reservation": "a4x-reservation", "zones": ["us-central1-a"]},
         {"name": "infer", "instanceType": "g2-standard-8", "role": "inference"}]}, "s")
     rack_pool = parsed.gpu_pools()[0]
     assert (rack_pool.gpu_allocation, rack_pool.architecture, rack_pool.nvlink_domain_gpus, rack_pool.min_nodes,

@@ -155,10 +155,11 @@ def test_dra_rdma_pool_of_fixed_size_is_not_topology_aware():
     dra = GpuPool(**{**plugin.__dict__, "gpu_allocation": "dra"})
     assert ko.topology_aware(plugin) is True
     assert ko.topology_aware(dra) is False
-    assert ko.preferred_topology_level(plugin) == "topology.kubernetes.io/zone"
-    assert ko.preferred_topology_level(dra) is None
+    # The coarsest network-fabric level the shape's nodes carry (issue 22), formerly the zone.
+    assert ko.default_topology_level(plugin) == "topology.k8s.aws/network-node-layer-1"
+    assert ko.default_topology_level(dra) is None
     assert "topologyName" not in ko.resource_flavor(ko.flavor_plans([dra])[0])["spec"]
-    assert ko.resource_flavor(ko.flavor_plans([plugin])[0])["spec"]["topologyName"] == ko.TOPOLOGY_NAME
+    assert ko.resource_flavor(ko.flavor_plans([plugin])[0])["spec"]["topologyName"] == "gpu-network-aws-3"
 
 
 # --- team namespaces --------------------------------------------------------------------------------------------

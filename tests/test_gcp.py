@@ -171,8 +171,8 @@ def test_operator_mode_disables_gke_driver_and_device_plugin():
 def test_latest_driver_spot_and_reservation_settings():
     recording, _, _ = build([
         {"name": "spot", "instanceType": "g2-standard-8", "spot": True, "gpuDriverVersion": "LATEST"},
-        {"name": "reserved", "instanceType": "a3-highgpu-8g", "maxNodes": 4, "reservations": ["h100-res"],
-         "zones": [f"{REGION}-a"], "diskType": "pd-ssd"},
+        {"name": "reserved", "instanceType": "a3-highgpu-8g", "maxNodes": 4, "provisioning": "reservation",
+         "reservation": "h100-res", "zones": [f"{REGION}-a"], "diskType": "pd-ssd"},
     ])
     spot = node_pool(recording, "spot").inputs
     assert accelerator(recording, "spot")["gpuDriverInstallationConfig"] == {"gpuDriverVersion": "LATEST"}

@@ -81,8 +81,10 @@ MISUSE = [
     (
         "res_any",
         GkeGpuNodePool,
-        lambda: np(reservation_affinity="ANY_RESERVATION", reservations=["r1"]),
-        "GkeGpuNodePool dev: reservation_affinity: named reservations need SPECIFIC_RESERVATION, not ANY_RESERVATION",
+        lambda: {**np(reservation_affinity="ANY_RESERVATION"),
+                 "pool": l4(provisioning="reservation", reservation="r1")["pool"]},
+        "GkeGpuNodePool dev: reservation_affinity: pool.provisioning: reservation consumes the named reservation "
+        "(SPECIFIC_RESERVATION); remove reservation_affinity",
     ),
     (
         "sysminmax",
@@ -198,9 +200,9 @@ MISUSE = [
     (
         "spotres",
         GkeGpuNodePool,
-        lambda: {**np(reservation_affinity="SPECIFIC_RESERVATION", reservations=["r"]), "pool": l4(spot=True)["pool"]},
-        "GkeGpuNodePool dev: reservation_affinity: Spot VMs cannot consume reservations; use NO_RESERVATION or a "
-        "pool without spot",
+        lambda: {**np(reservation_affinity="ANY_RESERVATION"), "pool": l4(spot=True)["pool"]},
+        "GkeGpuNodePool dev: reservation_affinity: Spot VMs cannot consume reservations; use NO_RESERVATION or "
+        "another provisioning",
     ),
     (
         "acc",
@@ -338,7 +340,7 @@ TAKES_EFFECT = [
         {"consumeReservationType": "ANY_RESERVATION"},
     ),
     (
-        {"reservations": ["l4-res"]},
+        {"provisioning": "reservation", "reservation": "l4-res"},
         "nodeConfig.reservationAffinity",
         {
             "consumeReservationType": "SPECIFIC_RESERVATION",
@@ -462,7 +464,8 @@ def test_stack_and_composed_pools_get_the_same_node_pool_inputs():
         "rdma": True,
         "maxNodes": 2,
         "zones": [f"{R}-c"],
-        "reservations": ["mega-res"],
+        "provisioning": "reservation",
+        "reservation": "mega-res",
         "diskSizeGb": 400,
     }
     config = parse_config({"cloud": "gcp", "region": R, "nodePools": [entry], "gpuSoftware": "cloud-managed"}, "dev")

@@ -89,12 +89,19 @@ ERRORS = [
      "dev: releaseChannel: 'regular' is not one of RAPID, REGULAR, STABLE, EXTENDED"),
     ("project id", gcp(l4(), project="My_Project"),
      "dev: project: 'My_Project' is not a project ID (6-30 lower-case letters, digits, '-')"),
-    ("specific reservation without a name", gcp(l4(reservationAffinity="SPECIFIC_RESERVATION")),
-     "dev: nodePools[0].reservations: SPECIFIC_RESERVATION needs at least one reservation name"),
-    ("named reservation with another affinity", gcp(l4(reservations=["r1"], reservationAffinity="ANY_RESERVATION")),
-     "dev: nodePools[0].reservationAffinity: named reservations need SPECIFIC_RESERVATION, not ANY_RESERVATION"),
-    ("Spot consuming a reservation", gcp(l4(spot=True, reservations=["r1"])),
-     "dev: nodePools[0].reservationAffinity: Spot VMs cannot consume reservations; use NO_RESERVATION or spot: false"),
+    ("specific reservation as an affinity", gcp(l4(reservationAffinity="SPECIFIC_RESERVATION")),
+     "dev: nodePools[0].reservationAffinity: a specific reservation is provisioning: reservation with reservation: "
+     "<name>; remove reservationAffinity"),
+    ("named reservation with another affinity",
+     gcp(l4(provisioning="reservation", reservation="r1", reservationAffinity="ANY_RESERVATION")),
+     "dev: nodePools[0].reservationAffinity: provisioning: reservation consumes the named reservation "
+     "(SPECIFIC_RESERVATION); remove reservationAffinity"),
+    ("Spot consuming a reservation", gcp(l4(spot=True, reservationAffinity="ANY_RESERVATION")),
+     "dev: nodePools[0].reservationAffinity: Spot VMs cannot consume reservations; use NO_RESERVATION or another "
+     "provisioning"),
+    ("the old reservations list", gcp(l4(reservations=["r1"])),
+     "dev: nodePools[0].reservations: replaced by provisioning: reservation with reservation: <name> (or "
+     "<name>/reservationBlocks/<block>)"),
     ("pool named like the system pool", gcp(l4(name="system")),
      "dev: nodePools[0].name: 'system' is the GKE layer's own CPU pool; choose another name"),
     ("pool name too long for GKE", gcp(l4(name="inference-" + "l" * 31)),
@@ -148,10 +155,15 @@ def test_zonal_cluster_places_pools_in_its_zone_and_rdma_pools_compactly():
 
 
 def test_reservations_and_spot_set_the_affinity():
-    config = parse_config(gcp(l4(reservations=["h100-block"]), l4(name="spot", spot=True)), "dev")
-    reserved, spot = (p.cloud_options for p in config.node_pools)
-    assert (reserved.reservation_affinity, reserved.reservations) == ("SPECIFIC_RESERVATION", ("h100-block",))
-    assert spot.reservation_affinity == "NO_RESERVATION"
+    from gpu_platform.clouds.gcp import pools as gcp_pools
+
+    config = parse_config(gcp(l4(provisioning="reservation", reservation="h100-block"), l4(name="spot", spot=True),
+                              l4(name="od", reservationAffinity="ANY_RESERVATION")), "dev")
+    reserved, spot, on_demand = config.gpu_pools()
+    assert gcp_pools.consumed_reservation(reserved, None) == ("SPECIFIC_RESERVATION", ("h100-block",))
+    assert gcp_pools.consumed_reservation(spot, None) == ("NO_RESERVATION", ())
+    assert config.node_pools[2].cloud_options.reservation_affinity == "ANY_RESERVATION"
+    assert gcp_pools.consumed_reservation(on_demand, "ANY_RESERVATION") == ("ANY_RESERVATION", ())
 
 
 def test_placement_policy_name_implies_compact_placement():

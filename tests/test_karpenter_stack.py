@@ -160,7 +160,8 @@ def test_efa_pool_with_a_baseline_shares_its_security_group_and_placement_group(
 
 def test_capacity_block_pool_goes_to_reserved_capacity():
     raw = {**HYBRID_EFA, "nodePools": [{"name": "cb", "instanceType": "p5.48xlarge", "minNodes": 0, "maxNodes": 2,
-                                        "zones": ["us-west-2a"], "capacityReservationId": "cr-0123456789abcdef0",
+                                        "zones": ["us-west-2a"], "provisioning": "reservation",
+                                        "reservation": "cr-0123456789abcdef0",
                                         "capacityBlock": True}]}
     config = parse_config(raw, "k")
 

@@ -230,8 +230,12 @@ def test_oci_dev_reference_stack_plans_a10_inference_and_h100_rdma_training():
     assert result.errors == []
     pools = {r.inputs["name"]: r.inputs for r in result.recording.of_type(NODE_POOL)}
     assert {name: p["nodeShape"] for name, p in pools.items()} == {
-        "a10-infer": "VM.GPU.A10.1", "h100-train": "BM.GPU.H100.8"}
+        "a10-infer": "VM.GPU.A10.1", "a10-spot": "VM.GPU.A10.1", "h100-train": "BM.GPU.H100.8"}
     assert "computeClusterId" in pools["h100-train"]["nodeConfigDetails"]
-    assert [p.role for p in result.config.gpu_pools()] == ["inference", "training"]
+    # a10-spot (a10-infer's fallback) is preemptible; h100-train launches into a capacity reservation in AD 1.
+    assert all("preemptibleNodeConfig" in c for c in pools["a10-spot"]["nodeConfigDetails"]["placementConfigs"])
+    assert [c.get("capacityReservationId") for c in pools["h100-train"]["nodeConfigDetails"]["placementConfigs"]] == [
+        "ocid1.capacityreservation.oc1.iad.aaaaaaaagpuplatformexampleh100reservation0000000000"]
+    assert [p.role for p in result.config.gpu_pools()] == ["inference", "inference", "training"]
     assert result.config.scheduling.per_gpu_priority_classes
     assert result.config.region == "us-ashburn-1"

@@ -25,7 +25,7 @@ OKE_NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 BLOCK = "cr-0123456789abcdef0"
 SUBNET, VPC, CLUSTER_SG = "subnet-0aaaaaaaaaaaaaaa1", "vpc-0123456789abcdef0", "sg-0123456789abcdef0"
 RACK = {"name": "rack", "instanceType": "p6e-gb200.36xlarge", "role": "training", "rdma": True, "maxNodes": 18,
-        "capacityBlock": True, "capacityReservationId": BLOCK, "zones": ["us-east-1a"]}
+        "capacityBlock": True, "provisioning": "reservation", "reservation": BLOCK, "zones": ["us-east-1a"]}
 H100 = {"name": "h100", "instanceType": "p5.48xlarge", "maxNodes": 2}
 
 IMEX_OFF = [
@@ -96,15 +96,16 @@ AWS_REFUSALS = [
      "s: nodePools[0].amiType: 'AL2_ARM_64' is not one of AL2023_ARM_64_NVIDIA; did you mean "
      "'AL2023_ARM_64_NVIDIA'?"),
     ("rack without a capacity block",
-     aws_stack({k: v for k, v in RACK.items() if k not in ("capacityBlock", "capacityReservationId")}),
+     aws_stack({k: v for k, v in RACK.items() if k not in ("capacityBlock", "provisioning", "reservation")}),
      "s: nodePools[0].capacityBlock: p6e-gb200.36xlarge is sold through EC2 Capacity Blocks for ML only; set "
-     "capacityBlock: true and capacityReservationId (the cr-... id of the purchased block)"),
+     "provisioning: reservation, reservation: cr-... (the purchased block's id) and capacityBlock: true"),
     ("rack on a plain reservation", aws_stack({k: v for k, v in RACK.items() if k != "capacityBlock"}),
      "s: nodePools[0].capacityBlock: p6e-gb200.36xlarge is sold through EC2 Capacity Blocks for ML only; set "
-     "capacityBlock: true and capacityReservationId (the cr-... id of the purchased block)"),
-    ("rack block without its id", aws_stack({k: v for k, v in RACK.items() if k != "capacityReservationId"}),
-     "s: nodePools[0].capacityBlock: a Capacity Block needs capacityReservationId (the cr-... id of the purchased "
-     "block)"),
+     "provisioning: reservation, reservation: cr-... (the purchased block's id) and capacityBlock: true"),
+    ("rack block without its id",
+     aws_stack({k: v for k, v in RACK.items() if k not in ("provisioning", "reservation")}),
+     "s: nodePools[0].capacityBlock: p6e-gb200.36xlarge is sold through EC2 Capacity Blocks for ML only; set "
+     "provisioning: reservation, reservation: cr-... (the purchased block's id) and capacityBlock: true"),
     ("bottlerocket on a DRA pool", aws_stack({**H100, "gpuAllocation": "dra", "minNodes": 2,
                                              "amiType": "BOTTLEROCKET_x86_64_NVIDIA"}),
      "s: nodePools[0].amiType: a DRA pool runs no device plugin, and Bottlerocket runs its own NVIDIA device plugin; "
@@ -212,7 +213,8 @@ COMPONENT_REFUSALS = [
      "(aarch64); use AL2023_ARM_64_NVIDIA"),
     ("no capacity block", {"capacity_block": False},
      "EksGpuNodePool rack: capacity_block: p6e-gb200.36xlarge is sold through EC2 Capacity Blocks for ML only; set "
-     "capacity_block: true and capacity_reservation_id (the cr-... id of the purchased block)"),
+     "pool.provisioning: reservation, pool.reservation: cr-... (the purchased block's id) and capacity_block: "
+     "true"),
 ]
 
 
@@ -235,16 +237,16 @@ def test_eks_cluster_and_karpenter_refuse_rack_misuse():
         "are arm64 (aarch64); use AL2023_ARM_64_NVIDIA")
     with pytest.raises(ConfigError) as err:
         aws.EksCluster("dev", {**base, "gpu_pools": [
-            {k: v for k, v in entry.items() if k not in ("capacity_block", "capacity_reservation_id")}]})
+            {k: v for k, v in entry.items() if k != "capacity_block"}]})
     assert str(err.value) == (
         "EksCluster dev: gpu_pools[0].capacity_block: p6e-gb200.36xlarge is sold through EC2 Capacity Blocks for ML "
-        "only; set capacity_block: true and capacity_reservation_id (the cr-... id of the purchased block)")
+        "only; set pool.provisioning: reservation, pool.reservation: cr-... (the purchased block's id) and "
+        "capacity_block: true")
     with pytest.raises(ConfigError) as err:
         aws.KarpenterAutoscaler("k", {
             "cluster_name": "gpu", "cluster_endpoint": "https://x", "region": "us-east-1",
             "system_node_group_name": "gpu-system", "cluster_security_group_id": CLUSTER_SG,
-            "node_pools": [{"pool": entry["pool"], "subnet_ids": [SUBNET], "capacity_type": "CAPACITY_BLOCK",
-                            "capacity_reservation_id": BLOCK}]})
+            "node_pools": [{"pool": entry["pool"], "subnet_ids": [SUBNET], "capacity_type": "CAPACITY_BLOCK"}]})
     assert str(err.value) == (
         "KarpenterAutoscaler k: node_pools[0].pool.gpu_allocation: Karpenter 1.14.1 does not provision nodes for DRA "
         "ResourceClaims; give the pool to an EksCluster (managed node groups) instead")

@@ -33,9 +33,11 @@ GB300 = "Standard_ND128isr_GB300_v6"
 
 
 def a4x(**keys):
-    """A stack-file ``nodePools`` entry of one A4X rack."""
-    return {"name": "rack", "instanceType": "a4x-highgpu-4g", "rdma": True, "maxNodes": 18, "role": "training",
-            "zones": [ZONE], "reservations": ["gb200-res/reservationBlocks/block-1"], **keys}
+    """A stack-file ``nodePools`` entry of one A4X rack (a key given None is left out)."""
+    entry = {"name": "rack", "instanceType": "a4x-highgpu-4g", "rdma": True, "maxNodes": 18, "role": "training",
+             "zones": [ZONE], "provisioning": "reservation", "reservation": "gb200-res/reservationBlocks/block-1",
+             **keys}
+    return {k: v for k, v in entry.items() if v is not None}
 
 
 def h100(**keys):
@@ -215,15 +217,22 @@ def test_pure_gke_rack_decisions():
 # GKE: refusals in a stack file
 
 STACK_ERRORS = [
-    ("no reservation", gke_stack(a4x(reservations=[])),
-     "dev: nodePools[0].reservations: a4x-highgpu-4g is sold through reservations only (Compute Engine GPU machine "
-     "types); name yours: reservations: [<reservation>] or [<reservation>/reservationBlocks/<block>]"),
-    ("any reservation instead of a named one", gke_stack(a4x(reservations=[], reservationAffinity="ANY_RESERVATION")),
-     "dev: nodePools[0].reservations: a4x-highgpu-4g is sold through reservations only (Compute Engine GPU machine "
-     "types); name yours: reservations: [<reservation>] or [<reservation>/reservationBlocks/<block>]"),
-    ("spot", gke_stack(a4x(spot=True)),
-     "dev: nodePools[0].spot: a4x-highgpu-4g is sold through reservations only, which Spot VMs cannot consume; "
-     "remove spot"),
+    ("no reservation", gke_stack(a4x(provisioning=None, reservation=None)),
+     "dev: nodePools[0].provisioning: a4x-highgpu-4g is sold through reservations only (Compute Engine GPU machine "
+     "types), not on-demand; set provisioning: reservation and reservation: <reservation> or "
+     "<reservation>/reservationBlocks/<block>"),
+    ("any reservation instead of a named one",
+     gke_stack(a4x(provisioning=None, reservation=None, reservationAffinity="ANY_RESERVATION")),
+     "dev: nodePools[0].provisioning: a4x-highgpu-4g is sold through reservations only (Compute Engine GPU machine "
+     "types), not on-demand; set provisioning: reservation and reservation: <reservation> or "
+     "<reservation>/reservationBlocks/<block>"),
+    ("spot", gke_stack(a4x(provisioning=None, reservation=None, spot=True)),
+     "dev: nodePools[0].provisioning: a4x-highgpu-4g is sold through reservations only (Compute Engine GPU machine "
+     "types), not spot; set provisioning: reservation and reservation: <reservation> or "
+     "<reservation>/reservationBlocks/<block>"),
+    ("the old reservations list", gke_stack(a4x(provisioning=None, reservation=None, reservations=["gb200-res"])),
+     "dev: nodePools[0].reservations: replaced by provisioning: reservation with reservation: <name> (or "
+     "<name>/reservationBlocks/<block>)"),
     ("no compact placement", gke_stack(a4x(compactPlacement=False)),
      "dev: nodePools[0].compactPlacement: a4x-highgpu-4g forms its 72-GPU NVLink domain only under a workload "
      "policy, which Compute Engine requires for it; remove compactPlacement: false"),
@@ -268,7 +277,7 @@ def rack_spec(**changes):
 
 
 def solo(**args):
-    return {"pool": rack_spec(), "cluster": "c", "location": ZONE, "reservations": ["gb200-res"], **args}
+    return {"pool": rack_spec(), "cluster": "c", "location": ZONE, **args}
 
 
 COMPONENT_ERRORS = [
@@ -286,13 +295,17 @@ COMPONENT_ERRORS = [
      "GkeGpuNodePool dev: pool.sharing_mode: GKE's DRA setup cannot use mig (time-sharing, MIG and MPS are "
      "excluded: 'Prepare GKE infrastructure for DRA workloads'); use exclusive"),
     ("no reservation", GkeCluster,
-     lambda: {"region": R, "gpu_pools": [{k: v for k, v in rack_entry().items()
-                                          if k not in ("reservations", "reservation_affinity")}]},
-     "GkeCluster dev: gpu_pools[0].reservations: a4x-highgpu-4g is sold through reservations only (Compute Engine GPU "
-     "machine types); name yours ('<reservation>' or '<reservation>/reservationBlocks/<block>')"),
-    ("spot", GkeGpuNodePool, lambda: solo(pool=rack_spec(spot=True), reservations=[]),
-     "GkeGpuNodePool dev: pool.spot: a4x-highgpu-4g is sold through reservations only, which Spot VMs cannot "
-     "consume"),
+     lambda: {"region": R, "gpu_pools": [rack_entry(pool=rack_spec(provisioning="on-demand", reservation=""))]},
+     "GkeCluster dev: gpu_pools[0].pool.provisioning: a4x-highgpu-4g is sold through reservations only (Compute "
+     "Engine GPU machine types), not on-demand; set pool.provisioning: reservation and pool.reservation: "
+     "<reservation> or <reservation>/reservationBlocks/<block>"),
+    ("spot", GkeGpuNodePool, lambda: solo(pool=rack_spec(spot=True, provisioning="spot", reservation="")),
+     "GkeGpuNodePool dev: pool.provisioning: a4x-highgpu-4g is sold through reservations only (Compute Engine GPU "
+     "machine types), not spot; set pool.provisioning: reservation and pool.reservation: <reservation> or "
+     "<reservation>/reservationBlocks/<block>"),
+    ("the old reservations list", GkeGpuNodePool, lambda: solo(reservations=["gb200-res"]),
+     "GkeGpuNodePool dev: reservations: replaced by pool.provisioning 'reservation' with pool.reservation '<name>' "
+     "(or '<name>/reservationBlocks/<block>')"),
     ("no compact placement", GkeGpuNodePool, lambda: solo(compact_placement=False),
      "GkeGpuNodePool dev: compact_placement: a4x-highgpu-4g forms its 72-GPU NVLink domain only under a workload "
      "policy, which Compute Engine requires for it; remove compact_placement: false"),
@@ -448,7 +461,8 @@ def test_gcp_a4x_reference_stack():
     assert (rack.instance_type, rack.gpu_allocation, rack.rdma_fabric, rack.min_nodes, rack.max_nodes, rack.role) \
         == ("a4x-highgpu-4g", "dra", "gpudirect-rdma", 18, 18, "training")
     assert (infer.instance_type, infer.gpu_allocation, infer.role) == ("a3-highgpu-8g", "device-plugin", "inference")
-    assert config.node_pools[0].cloud_options.reservations == ("gb200-nvl72/reservationBlocks/gb200-nvl72-block-0001",)
+    assert (rack.provisioning, rack.reservation) == (
+        "reservation", "gb200-nvl72/reservationBlocks/gb200-nvl72-block-0001")
     assert gcp_options.google_driver_installer(config.gpu_software, config.node_pools) is True
 
 

@@ -61,7 +61,8 @@ def test_one_flavor_per_pool_and_a_queue_per_team():
     rec = build()
     flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in rec.of_type(KUEUE + "ResourceFlavor")}
     assert set(flavors) == {"cpu.default", "l4-infer", "h100-train"}
-    assert flavors["h100-train"]["topologyName"] == "gpu-network"
+    # An a3-highgpu-8g pool: its nodes carry GKE's gce-topology labels, so its Topology lists them (issue 22).
+    assert flavors["h100-train"]["topologyName"] == "gpu-network-gcp"
     assert "topologyName" not in flavors["l4-infer"]
     queues = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in rec.of_type(KUEUE + "ClusterQueue")}
     assert set(queues) == {"research", "product"}

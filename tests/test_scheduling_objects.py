@@ -23,8 +23,8 @@ EXCLUSIVE = Sharing()
 
 
 def pool(name="train", gpu="h100", gpus=8, min_nodes=0, max_nodes=4, sharing=EXCLUSIVE, fabric=None, cloud="aws",
-         taints=(), extra=()):
-    return GpuPool(name, cloud, "x", gpu, gpus, 80, min_nodes, max_nodes, sharing=sharing, rdma_fabric=fabric,
+         taints=(), extra=(), instance_type="x"):
+    return GpuPool(name, cloud, instance_type, gpu, gpus, 80, min_nodes, max_nodes, sharing=sharing, rdma_fabric=fabric,
                    rdma_interfaces=8 if fabric else 0, user_taints=taints, extra_taints=extra)
 
 
@@ -122,20 +122,22 @@ def test_topology_aware_flavor_names_the_topology():
     validate_manifest(flavor, "1.34")
 
 
-@pytest.mark.parametrize("cloud, levels", [
-    ("aws", ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
-    ("oci", ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
-    ("existing", ["kubernetes.io/hostname"]),
+@pytest.mark.parametrize("cloud, instance_type, levels", [
+    # Shapes without fabric labels keep zone and host (issue 22: fabric levels per shape in test_capacity_scheduling).
+    ("aws", "g5.48xlarge", ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
+    ("azure", "Standard_ND96isr_H100_v5", ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
+    ("existing", "unknown", ["kubernetes.io/hostname"]),
 ])
-def test_topology_levels_end_with_the_hostname(cloud, levels):
-    body = ko.topology(cloud)
+def test_topology_levels_end_with_the_hostname(cloud, instance_type, levels):
+    body = ko.topology(pool(fabric="infiniband", min_nodes=2, max_nodes=2, cloud=cloud, instance_type=instance_type))
     assert [level["nodeLabel"] for level in body["spec"]["levels"]] == levels
+    assert body["metadata"]["name"] == ko.TOPOLOGY_NAME
     validate_manifest(body, "1.34")
 
 
 def test_preferred_topology_level_is_the_coarsest_level_of_tas_pools_only():
-    assert ko.preferred_topology_level(pool(fabric="efa", min_nodes=2, max_nodes=2)) == labels.ZONE_LABEL
-    assert ko.preferred_topology_level(pool(fabric="efa", min_nodes=0, max_nodes=2)) is None
+    assert ko.default_topology_level(pool(fabric="efa", min_nodes=2, max_nodes=2)) == labels.ZONE_LABEL
+    assert ko.default_topology_level(pool(fabric="efa", min_nodes=0, max_nodes=2)) is None
 
 
 def test_cpu_flavor_injects_nothing_and_cannot_collide_with_a_pool():

@@ -162,7 +162,7 @@ def test_every_toleration_matches_a_taint_and_every_taint_is_tolerated(case):
 def test_every_kueue_object_matches_the_upstream_crd(case):
     pools, teams = case
     plans = ko.flavor_plans(pools)
-    objects = [ko.cpu_flavor(), ko.cohort(), ko.topology(pools[0].cloud)]
+    objects = [ko.cpu_flavor(), ko.cohort(), *ko.topologies(plans)]
     objects += [ko.resource_flavor(p) for p in plans]
     objects += [ko.cluster_queue(q, plans) for q in ko.team_quotas(teams, plans)]
     objects += [ko.local_queue(t.name, t.name) for t in teams]

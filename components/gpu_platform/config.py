@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Optional
 
-from . import catalog, gpu_allocation, labels, priorities
+from . import catalog, gpu_allocation, labels, priorities, provisioning
 from .config_model import (  # noqa: F401  (re-exported: the configuration's public types)
     DEFAULT_KUBERNETES_VERSION,
     AutoscalingConfig,
@@ -237,7 +237,8 @@ def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel],
 
 POOL_KEYS = {
     "name", "instanceType", "minNodes", "maxNodes", "desiredNodes", "rdma", "spot", "sharing", "role",
-    "labels", "taints", "zones", "gpuModel", "gpusPerNode", "accelerator", "gpuAllocation",
+    "labels", "taints", "zones", "gpuModel", "gpusPerNode", "accelerator", "gpuAllocation", "provisioning",
+    "reservation", "fallbackPool",
 }
 
 
@@ -274,6 +275,9 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
     extra_keys = set(getattr(options_module, "POOL_KEYS", set()))
     allowed = POOL_KEYS | extra_keys | ({"gpuCount"} if cloud == "gcp" else set())
     name = read_dns_label(raw, "name", path)
+    for old_key, new_keys in getattr(options_module, "RENAMED_POOL_KEYS", {}).items():
+        if old_key in raw:  # before the unknown-key check, so an old key names the keys that replaced it
+            raise ConfigError(join(path, old_key), f"replaced by {new_keys}")
     check_keys(raw, allowed, path)
     instance_type, shape, gpu_model, gpus, accelerator = _pool_hardware(raw, path, cloud)
     gpu = catalog.GPU_MODELS.get(gpu_model)
@@ -287,6 +291,7 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
     if desired is not None and not min_nodes <= desired <= max_nodes:
         raise ConfigError(join(path, "desiredNodes"),
                           f"must be between minNodes ({min_nodes}) and maxNodes ({max_nodes})")
+    mode = _pool_provisioning(raw, path, cloud)
     rdma = read_bool(raw, "rdma", path)
     if rdma and cloud != "existing" and not (shape and shape.rdma_capable):
         raise ConfigError(join(path, "rdma"), f"'{instance_type}' has no RDMA fabric; "
@@ -300,7 +305,10 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
         max_nodes=max_nodes,
         desired_nodes=desired,
         rdma=rdma,
-        spot=read_bool(raw, "spot", path),
+        spot=mode == provisioning.SPOT,
+        provisioning=mode,
+        reservation=read_str(raw, "reservation", path, ""),
+        fallback_pool=read_str(raw, "fallbackPool", path, ""),
         sharing=parse_sharing(raw, path, gpu, instance_type or gpu_model),
         role=read_enum(raw, "role", path, POOL_ROLES, "general"),
         labels=tuple(sorted(read_string_map(raw, "labels", path).items())),
@@ -318,6 +326,28 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
     if parse_pool is not None:
         pool = replace(pool, cloud_options=parse_pool(raw, path, pool, shape))
     return _with_allocation(raw, path, pool, shape, cloud)
+
+
+def _pool_provisioning(raw: Mapping, path: str, cloud: str) -> str:
+    """``provisioning`` of a pool (``spot: true`` is ``spot``), checked against the cloud and ``reservation``."""
+    spot = read_bool(raw, "spot", path) if raw.get("spot") is not None else None
+    given = read_enum(raw, "provisioning", path, provisioning.PROVISIONING_MODES, None)
+    mode = given or (provisioning.SPOT if spot else provisioning.ON_DEMAND)
+    reservation = read_str(raw, "reservation", path, "")
+    for problem in (provisioning.spot_alias_problem(spot, given), provisioning.mode_problem(cloud, mode),
+                    provisioning.reservation_problem(mode, reservation)):
+        if problem is not None:
+            raise ConfigError(join(path, problem[0]), problem[1])
+    return mode
+
+
+def _check_fallbacks(config: PlatformConfig) -> None:
+    """Each ``fallbackPool`` names another pool of the same accelerator that has no fallback of its own."""
+    pools = {p.name: (p.resource, p.fallback_pool) for p in config.gpu_pools()}
+    for i, pool in enumerate(config.node_pools):
+        problem = provisioning.fallback_problem(pool.name, pool.fallback_pool, pools)
+        if problem is not None:
+            raise ConfigError(join(join("nodePools", i), problem[0]), problem[1])
 
 
 def _with_allocation(raw: Mapping, path: str, pool: NodePoolConfig, shape: Optional[catalog.MachineShape],
@@ -543,7 +573,8 @@ def parse_autoscaling(raw: Mapping, cloud: str) -> AutoscalingConfig:
 
 def parse_training(raw: Mapping) -> TrainingConfig:
     sec, path = _section(raw, "training"), "training"
-    check_keys(sec, {"enabled", "schedule", "checkpointStorageClass", "checkpointSize"}, path)
+    check_keys(sec, {"enabled", "schedule", "checkpointStorageClass", "checkpointSize", "topologyPolicy",
+                     "topologyLevel"}, path)
     schedule = read_str(sec, "schedule", path, TrainingConfig.schedule)
     if len(schedule.split()) != 5:
         raise ConfigError(join(path, "schedule"), f"'{schedule}' is not a five-field cron schedule")
@@ -558,7 +589,39 @@ def parse_training(raw: Mapping) -> TrainingConfig:
         schedule=schedule,
         checkpoint_storage_class=storage_class,
         checkpoint_size=size,
+        topology_policy=read_enum(sec, "topologyPolicy", path, TOPOLOGY_POLICIES, TrainingConfig.topology_policy),
+        topology_level=read_str(sec, "topologyLevel", path, None),
     )
+
+
+TOPOLOGY_POLICIES = ("preferred", "required")
+
+
+def check_training_topology(config: PlatformConfig, raw: Mapping) -> None:
+    """``training.topologyPolicy`` and ``topologyLevel`` act only where Kueue places the reference job on a
+    topology-aware flavor, and the level must be one its pool's nodes carry (a Topology level no node carries would
+    leave the job unplaceable)."""
+    from .kube.autoscaling_plan import reference_training
+    from .kube.kueue_objects import topology_aware, topology_levels
+
+    sec = _section(raw, "training")
+    given = [key for key in ("topologyPolicy", "topologyLevel") if key in sec]
+    planned = reference_training(config, config.gpu_pools())
+    if not given or planned is None:
+        return
+    pool = planned[0]
+    if not config.scheduling.kueue:
+        raise ConfigError(join("training", given[0]), "takes effect only with Kueue (scheduling.kueue: true)")
+    if not topology_aware(pool):
+        raise ConfigError(join("training", given[0]),
+                          f"pool '{pool.name}' has no topology-aware Kueue flavor (only fixed-size RDMA pools with "
+                          "device-plugin GPUs, not queued-provisioning ones, have)")
+    levels = topology_levels(pool)
+    level = config.training.topology_level
+    if level is not None and level not in levels:
+        raise ConfigError("training.topologyLevel",
+                          f"the nodes of pool '{pool.name}' carry no label '{level}'; their topology levels are "
+                          f"{', '.join(levels)}")
 
 
 TOP_LEVEL_KEYS = {
@@ -628,6 +691,8 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     )
     _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
     _check_dra(config)
+    _check_fallbacks(config)
+    check_training_topology(config, raw)
     _check_reference_workloads(config, explicit_optimizer=raw.get("optimizer") is not None)
     _check_scheduling(config)
     _check_autoscalers(config)

@@ -59,6 +59,15 @@ class NodePoolConfig:
     accelerator: str = ""
     """GCP N1 only: the accelerator type attached (``nvidia-tesla-t4``, ``nvidia-tesla-v100``); derived from the
     machine type on every other GCP shape."""
+    provisioning: str = "on-demand"
+    """``on-demand``, ``spot`` (``spot: true`` is the same), ``reservation`` (with ``reservation``), ``flex-start`` or
+    ``queued`` (GKE's Dynamic Workload Scheduler). Default ``on-demand`` (``spot`` with ``spot: true``)."""
+    reservation: str = ""
+    """With ``provisioning: reservation``: the reservation's id or name (AWS ``cr-...``, GKE reservation name or
+    ``name/reservationBlocks/block``, Azure capacity reservation group resource id, OCI capacity reservation OCID)."""
+    fallback_pool: str = ""
+    """``fallbackPool``: another pool of the same accelerator a job may run on when this pool's quota is used; Kueue
+    orders flavors reserved and on-demand first, spot last."""
     gpu_allocation: str = "device-plugin"
     """``device-plugin`` or ``dra`` (NVIDIA DRA driver ResourceClaims). Default ``device-plugin``, except on shapes
     whose NVLink domain spans nodes (NVL72), which default to and require ``dra``."""
@@ -228,6 +237,12 @@ class TrainingConfig:
     """StorageClass of the checkpoint volume; it must offer ReadWriteMany (None: the cluster's default class)."""
     checkpoint_size: str = "100Gi"
     """Size of the checkpoint volume."""
+    topology_policy: str = "preferred"
+    """``preferred`` or ``required``: whether Kueue may spread the job's ranks beyond one domain of
+    `topology_level` when they do not fit in one (topology-aware training pools only: fixed-size RDMA pools)."""
+    topology_level: Optional[str] = None
+    """Node label of the topology level the ranks are packed into, one of the levels the training pool's nodes
+    carry (docs/capacity.md). None: the pool's coarsest network-fabric level, else its coarsest level."""
 
 
 @dataclass(frozen=True)
@@ -315,6 +330,9 @@ def gpu_pool(config: PlatformConfig, pool: NodePoolConfig) -> GpuPool:
         extra_taints=extra,
         role=pool.role,
         gpu_allocation=pool.gpu_allocation,
+        provisioning=pool.provisioning,
+        reservation=pool.reservation,
+        fallback_pool=pool.fallback_pool,
         architecture=pool_architecture(shape, pool),
         nvlink_domain_gpus=shape.nvlink_domain_gpus if shape else getattr(pool.cloud_options, "nvlink_domain_gpus", 0),
     )

@@ -128,6 +128,32 @@ KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 KUEUE_PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 """Pod-template annotation asking Kueue's topology-aware scheduling to place a pod set within one domain of the
 named level when it fits (kueue v1beta2 PodSetPreferredTopologyAnnotation)."""
+KUEUE_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
+"""Pod-template annotation: Kueue admits the pod set only within one domain of the named level (kueue v1beta2
+PodSetRequiredTopologyAnnotation)."""
+KUEUE_PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+"""``controllerName`` of an AdmissionCheck served by Kueue's ProvisioningRequest controller."""
+GKE_PROVISIONING_REQUEST_LABEL = "autoscaling.gke.io/provisioning-request"
+"""Set by GKE on the nodes it creates for a ProvisioningRequest; Kueue pins a queued job's pods to them."""
+
+# Network-fabric topology labels the clouds put on nodes (which shapes carry them: `kube.topology_labels`).
+AWS_NETWORK_NODE_LAYER_PREFIX = "topology.k8s.aws/network-node-layer-"
+"""AWS cloud-controller-manager: one label per EC2 instance-topology network node, ``-1`` the broadest
+(kubernetes/cloud-provider-aws pkg/providers/v1/well_known_labels.go)."""
+GKE_TOPOLOGY_BLOCK_LABEL = "cloud.google.com/gce-topology-block"
+GKE_TOPOLOGY_SUBBLOCK_LABEL = "cloud.google.com/gce-topology-subblock"
+GKE_TOPOLOGY_HOST_LABEL = "cloud.google.com/gce-topology-host"
+"""GKE (1.31+): a VM's reservation block, sub-block and host, from Compute Engine's ``physical_host``."""
+OKE_RDMA_HPC_ISLAND_LABEL = "oci.oraclecloud.com/rdma.hpc_island_id"
+OKE_RDMA_NETWORK_BLOCK_LABEL = "oci.oraclecloud.com/rdma.network_block_id"
+OKE_RDMA_LOCAL_BLOCK_LABEL = "oci.oraclecloud.com/rdma.local_block_id"
+"""OKE: RDMA locality of a bare-metal node in a cluster network (oracle-quickstart/oci-hpc-oke,
+docs/using-rdma-network-locality-when-running-workloads-on-oke.md)."""
+GKE_QUEUED_TAINT_KEY = "cloud.google.com/gke-queued"
+"""GKE taints the nodes of a queued-provisioning pool ``cloud.google.com/gke-queued=true:NoSchedule``."""
+OKE_PREEMPTIBLE_TAINT_KEY = "oci.oraclecloud.com/oke-is-preemptible"
+"""OKE taints preemptible nodes with this key (NoSchedule; the value is not documented, so tolerated with
+``Exists``)."""
 
 
 @dataclass(frozen=True)

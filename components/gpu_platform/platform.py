@@ -234,7 +234,7 @@ class GpuPlatform(pulumi.ComponentResource):
         }
         # [layer: training]
         from .kube.autoscaling_plan import reference_tpu_slice, reference_training
-        from .kube.kueue_objects import preferred_topology_level
+        from .kube.kueue_objects import default_topology_level
         from .kube.priority_objects import workload_class_name
         from .kube.training import TrainingWorkload
         from .priorities import HIGH, INFERENCE_CRITICAL, MEDIUM
@@ -250,7 +250,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 "namespace": team.name,
                 "gpu_quota": team.quota_of(train_pool.resource),
                 "local_queue": self.layers["tenancy"][team.name].local_queue_name,
-                "topology_level": preferred_topology_level(train_pool) if scheduling.release is not None else None,
+                # The stack's level was checked against the pool's (config.check_training_topology).
+                "topology_level": (config.training.topology_level or default_topology_level(train_pool)
+                                   if scheduling.release is not None else None),
+                "topology_policy": config.training.topology_policy,
                 "job_priority_class": workload_class_name(MEDIUM, train_pool, per_gpu),
                 "retrain_priority_class": workload_class_name(HIGH, train_pool, per_gpu),
                 "schedule": config.training.schedule,

@@ -3,12 +3,13 @@ takes, validated the same way (the same one-line `ConfigError`).
 
 - `pool_args(cloud, entry)`: one entry of the cloud's cluster ``gpu_pools`` (``EksCluster``, ``GkeCluster``,
   ``AksCluster``, ``OkeCluster``) or the args of its pool component: the pool plus every cloud key of the entry
-  (``capacityReservationId``, ``zones``, ``desiredNodes``, disks...), so nothing the entry says is lost::
+  (``capacityBlock``, ``zones``, ``desiredNodes``, disks...), so nothing the entry says is lost::
 
       from gpu_platform import EksCluster, pool_args
 
       train = pool_args("aws", {"name": "h100-train", "instanceType": "p5.48xlarge", "maxNodes": 2, "rdma": True,
-                                "capacityReservationId": "cr-0123456789abcdef0", "zones": ["us-west-2a"]})
+                                "provisioning": "reservation", "reservation": "cr-0123456789abcdef0",
+                                "zones": ["us-west-2a"]})
       EksCluster("train", {"region": "us-west-2", ..., "gpu_pools": [train]})
 
 - `gpu_pool(cloud, entry)`: the cloud-neutral `GpuPool` alone (for the Kubernetes layer's components). It has no

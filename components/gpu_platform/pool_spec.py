@@ -20,7 +20,8 @@ _STACK_KEYS = {
     "gpuModel": "gpu_model", "gpusPerNode": "gpus_per_node", "sharing.mode": "sharing_mode",
     "sharing.replicas": "sharing_replicas", "sharing.profile": "mig_profile", "sharing": "sharing_mode",
     "accelerator": "gpu_model", "gpuAllocation": "gpu_allocation", "architecture": "architecture",
-    "nvlinkDomainGpus": "nvlink_domain_gpus",
+    "nvlinkDomainGpus": "nvlink_domain_gpus", "provisioning": "provisioning", "reservation": "reservation",
+    "fallbackPool": "fallback_pool",
 }
 
 
@@ -105,6 +106,16 @@ def _stack_entry(spec: dict[str, Any]) -> dict[str, Any]:
         entry["sharing"] = sharing
     if spec.get("gpu_allocation"):
         entry["gpuAllocation"] = spec["gpu_allocation"]
+    for key, stack_key in (("provisioning", "provisioning"), ("reservation", "reservation"),
+                           ("fallback_pool", "fallbackPool")):
+        if spec.get(key):
+            entry[stack_key] = spec[key]
+    # GpuPool.spec() writes both `spot` and `provisioning`; a spec edited to say `spot: true` beside the default
+    # `on-demand` means spot (the older way to say it), and `spot: false` beside any other mode says nothing.
+    if entry.get("provisioning") == "on-demand" and entry.get("spot"):
+        del entry["provisioning"]
+    elif entry.get("provisioning") and "spot" in entry and not entry["spot"]:
+        del entry["spot"]
     if spec["cloud"] == "existing":
         entry["gpuModel"] = spec.get("gpu_model")
         entry["gpusPerNode"] = spec.get("gpus_per_node")

@@ -87,6 +87,21 @@ class GpuPool:
     """The nodes' CPU architecture (``kubernetes.io/arch``): ``amd64`` or ``arm64`` (Grace-Blackwell)."""
     nvlink_domain_gpus: int = 0
     """GPUs of one multi-node NVLink domain (72 on an NVL72 rack); 0 when NVLink stays inside the node."""
+    provisioning: str = "on-demand"
+    """How the nodes are bought: ``on-demand``, ``spot``, ``reservation``, ``flex-start`` or ``queued`` (GKE's Dynamic
+    Workload Scheduler); see `gpu_platform.provisioning`. ``spot`` is the same as `spot`."""
+    reservation: str = ""
+    """The reservation's id or name with ``provisioning: reservation``; empty otherwise."""
+    fallback_pool: str = ""
+    """The pool a job may run on when this pool's quota is used (same accelerator resource); empty: none."""
+
+    def __post_init__(self) -> None:
+        # `spot` and `provisioning: spot` are one fact said two ways (a pool built with spot=True, as before
+        # provisioning existed, is a spot pool): keep them in step.
+        if self.spot and self.provisioning == "on-demand":
+            object.__setattr__(self, "provisioning", "spot")
+        elif self.provisioning == "spot" and not self.spot:
+            object.__setattr__(self, "spot", True)
 
     @property
     def dra(self) -> bool:
@@ -196,7 +211,8 @@ class GpuPool:
             labels=dict(self.user_labels), taints=[t.as_string() for t in (*self.user_taints, *self.extra_taints)],
             rdma_pod_annotations=dict(self.rdma_pod_annotations), nccl_env=dict(self.nccl_env), role=self.role,
             gpu_allocation=self.gpu_allocation, architecture=self.architecture,
-            nvlink_domain_gpus=self.nvlink_domain_gpus,
+            nvlink_domain_gpus=self.nvlink_domain_gpus, provisioning=self.provisioning,
+            reservation=self.reservation, fallback_pool=self.fallback_pool,
         )
 
     @staticmethod
@@ -226,6 +242,8 @@ class GpuPool:
             gpu_allocation=spec.get("gpu_allocation") or DEVICE_PLUGIN,
             architecture=spec.get("architecture") or catalog.AMD64,
             nvlink_domain_gpus=int(spec.get("nvlink_domain_gpus", 0)),
+            provisioning=spec.get("provisioning") or ("spot" if spec.get("spot") else "on-demand"),
+            reservation=spec.get("reservation") or "", fallback_pool=spec.get("fallback_pool") or "",
         )
 
 
@@ -282,6 +300,12 @@ class GpuPoolSpec(TypedDict, total=False):
     else ``amd64``)."""
     nvlink_domain_gpus: int
     """GPUs of one multi-node NVLink domain; from the catalog (existing clusters: 0 unless given)."""
+    provisioning: str
+    """``on-demand`` (default), ``spot`` (as ``spot: true``), ``reservation``, ``flex-start`` or ``queued`` (GKE)."""
+    reservation: str
+    """The reservation's id or name, with ``provisioning: reservation`` only."""
+    fallback_pool: str
+    """Name of the pool a job may spill to when this pool's quota is used."""
 
 
 def inference_pool(pools: list[GpuPool]) -> Optional[GpuPool]:

@@ -99,6 +99,10 @@ def _validate_custom(obj: dict, schema: dict, name: str) -> None:
         raise ManifestError(f"{name}: metadata.name is required")
 
 
+CASE_INSENSITIVE_ANCHORED = "^(?i)"
+"""How some CRD patterns start (Kueue's AdmissionCheck ``parameters.kind``, PrometheusRule's ``abort|warn``)."""
+
+
 def _without_k8s_extensions(schema: dict) -> dict:
     """CRD schemas are structural OpenAPI; make them strict JSON Schema (unknown fields rejected)."""
     if not isinstance(schema, dict):
@@ -115,4 +119,8 @@ def _without_k8s_extensions(schema: dict) -> dict:
         out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
     if schema.get("nullable"):
         out.pop("nullable", None)
+    pattern = out.get("pattern")
+    if isinstance(pattern, str) and pattern.startswith(CASE_INSENSITIVE_ANCHORED):
+        # Go's RE2 takes a flag group after the anchor; Python's ``re`` wants global flags first.
+        out["pattern"] = "(?i)^" + pattern[len(CASE_INSENSITIVE_ANCHORED):]
     return out

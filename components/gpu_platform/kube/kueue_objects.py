@@ -21,6 +21,22 @@ Facts relied on, checked in kubernetes-sigs/kueue at v0.19.2:
   capacity is that of Ready nodes carrying every level label (``pkg/util/tas/node.go``). So topology flavors
   are built only for RDMA pools of fixed size: on a pool that scales from zero, TAS would never see capacity
   and nothing would be admitted to trigger a scale-up.
+* Topology ``levels`` are immutable, as are a topology flavor's ``nodeLabels``, ``tolerations`` and ``topologyName``
+  (CRD rules): a pool whose levels change gets a new Topology (its name says which label set it lists,
+  `topology_name`) and its flavor is replaced. The levels are the labels the pool's nodes carry
+  (`kube.topology_labels`, with the sources per cloud), ``kubernetes.io/hostname`` last.
+* Queued provisioning (GKE's Dynamic Workload Scheduler): an AdmissionCheck of the
+  ``kueue.x-k8s.io/provisioning-request`` controller (GA since v0.14, no gate) whose ProvisioningRequestConfig asks
+  for class ``queued-provisioning.gke.io``; Kueue reserves quota, creates a ProvisioningRequest for the workload's
+  pods and admits it once GKE has created all of its nodes. ClusterQueues name the check in
+  ``admissionChecksStrategy`` (``spec.admissionChecks`` was removed in v0.15) with ``onFlavors`` = the queued pools'
+  flavors, so other flavors admit without it. Queued pools are not topology-aware: TAS and provisioning checks
+  combine only with Kueue's newer node-provisioning flow, and each request's nodes are the job's alone anyway.
+* Flavor order is `provisioning.FLAVOR_ORDER` (reserved and on-demand pools first, spot last), pool order within a
+  rank: with ``flavorFungibility`` ``TryNextFlavor`` a workload that does not fit a flavor's quota without borrowing
+  moves on to the next, so a pool's ``fallbackPool`` (ordered after it) takes the overflow. Fallback is on quota,
+  not on capacity: a reserved flavor whose nodes cannot be had keeps its pods Pending until ``waitForPodsReady``
+  evicts them.
 * ClusterQueue: ``cohortName``; a flavor appears in one resource group only, and a resource is covered by one
   group only; every flavor of a group lists exactly the group's ``coveredResources``, in that order;
   ``lendingLimit <= nominalQuota``; ``borrowingLimit``/``lendingLimit`` need a cohort
@@ -44,11 +60,11 @@ from typing import Optional
 
 import yaml
 
-from .. import catalog, labels
+from .. import catalog, labels, provisioning
 from ..config_model import TeamConfig
 from ..pools import RDMA_RESOURCES, GpuPool
 from ..versions import KUEUE_API_VERSION
-from . import dra_objects, quota_split
+from . import dra_objects, quota_split, topology_labels
 from .common import metadata
 
 KUEUE_NAMESPACE = "kueue-system"
@@ -56,6 +72,27 @@ RELEASE_NAME = "kueue"
 """Helm release name; the chart's resources (``kueue-controller-manager``, ClusterRoles) are named after it."""
 COHORT_NAME = "gpu-platform"
 TOPOLOGY_NAME = "gpu-network"
+"""The Topology of pools whose nodes carry no fabric label (zone and hostname); pools with fabric labels get
+``gpu-network-<fabric>`` (`topology_name`)."""
+QUEUED_PROVISIONING_CHECK = "queued-provisioning"
+"""Name of the AdmissionCheck and of its ProvisioningRequestConfig for GKE queued-provisioning pools."""
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+"""GKE's ProvisioningRequest class of Dynamic Workload Scheduler queued provisioning."""
+PROVISIONING_REQUEST_CLASS_DETAIL = "ResizeRequestName"
+"""The ProvisioningRequest class detail GKE sets to the name its nodes carry in
+``autoscaling.gke.io/provisioning-request``: Kueue copies it into the admitted pods' nodeSelector, so the pods
+land on the nodes created for them (xpk's GKE Kueue configuration does the same)."""
+SPOT_TOLERATIONS: dict[str, tuple[dict, ...]] = {
+    "oci": ({"key": labels.OKE_PREEMPTIBLE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},),
+}
+"""Per cloud, what a spot pool's flavor tolerates beyond the pool's own taints: the taints the cloud puts on
+preemptible nodes itself without the platform declaring them (OKE; its value is undocumented, hence ``Exists``).
+AKS's spot taint is one of the pool's taints already; EKS and GKE Standard add none."""
+QUEUED_TOLERATIONS: tuple[dict, ...] = (
+    {"key": labels.GKE_QUEUED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
+)
+"""What a GKE queued-provisioning pool's flavor tolerates: GKE taints the nodes it creates for a ProvisioningRequest
+``cloud.google.com/gke-queued=true:NoSchedule`` (GKE "Deploy GPUs with queued provisioning")."""
 CPU_FLAVOR = "cpu.default"
 """The flavor of work without GPUs (no node labels: it runs on the CPU nodes). The dot keeps it apart from every
 pool name (pool names are DNS labels)."""
@@ -167,44 +204,61 @@ def imex_channel_quota(plans: Sequence[FlavorPlan], nvidia_gpus: Sequence[int]) 
 def topology_aware(pool: GpuPool) -> bool:
     """RDMA pools of fixed size get topology-aware placement (see the module docstring for why fixed), unless their
     GPUs are DRA devices: Kueue 0.19.2's TAS does not count DRA devices in its capacity (it places pods by their
-    CPU and memory only), so it would assign topology blind to where the GPUs are."""
-    return bool(pool.rdma_fabric) and pool.min_nodes == pool.max_nodes and not pool.dra
+    CPU and memory only), so it would assign topology blind to where the GPUs are. Queued-provisioning pools scale
+    from zero, and each ProvisioningRequest's nodes are its job's alone."""
+    return (bool(pool.rdma_fabric) and pool.min_nodes == pool.max_nodes and not pool.dra
+            and pool.provisioning != provisioning.QUEUED)
 
 
 def flavor_plans(pools: Sequence[GpuPool]) -> list[FlavorPlan]:
-    """One plan per GPU pool, in pool order."""
-    return [FlavorPlan(p, gpu_capacity(p), topology_aware(p)) for p in pools]
+    """One plan per GPU pool, in flavor order: `provisioning.FLAVOR_ORDER` (reserved and on-demand first, spot
+    last), pool order within a rank."""
+    ordered = sorted(pools, key=lambda p: provisioning.FLAVOR_ORDER[p.provisioning])
+    return [FlavorPlan(p, gpu_capacity(p), topology_aware(p)) for p in ordered]
 
 
-def topology_levels(cloud: str) -> list[str]:
-    """Node labels of the topology, coarsest first.
-
-    Only labels every node carries: a node without one of them is invisible to TAS. Every cloud's node
-    controller sets the zone; an existing cluster may not, so there the hostname is the only level. Cloud block
-    labels (EC2 ``topology.k8s.aws/network-node-layer-*``, GCE ``cloud.google.com/gce-topology-*``) exist only on
-    some instance types and capacity types, so they are not levels here.
-    """
-    if cloud == "existing":
-        return [labels.HOSTNAME_LABEL]
-    return [labels.ZONE_LABEL, labels.HOSTNAME_LABEL]
+def topology_levels(pool: GpuPool) -> list[str]:
+    """Node labels of ``pool``'s topology, coarsest first: those its nodes carry (`topology_labels.levels`: the zone,
+    the cloud's fabric labels for the shape, the hostname)."""
+    return list(topology_labels.levels(pool))
 
 
-def preferred_topology_level(pool: GpuPool) -> Optional[str]:
-    """The level a multi-node job on ``pool`` asks to be packed into (the coarsest), or None without TAS.
+def topology_name(pool: GpuPool) -> str:
+    """The Topology ``pool``'s flavor names: one per distinct level list (levels are immutable), ``gpu-network`` for
+    zone and hostname alone, ``gpu-network-<fabric>`` (``aws-3``, ``aws-4``, ``gcp``, ``oci``) with fabric labels."""
+    fabric = topology_labels.fabric(pool)
+    return TOPOLOGY_NAME if fabric is None else f"{TOPOLOGY_NAME}-{fabric}"
+
+
+def default_topology_level(pool: GpuPool) -> Optional[str]:
+    """The level a multi-node job on ``pool`` asks to be packed into unless told otherwise: the coarsest fabric
+    level, else the coarsest level; None without TAS.
 
     A job on a topology-aware flavor must ask for topology-aware scheduling, or that flavor never admits it.
     """
-    return topology_levels(pool.cloud)[0] if topology_aware(pool) else None
+    if not topology_aware(pool):
+        return None
+    fabric = topology_labels.fabric_levels(pool)
+    return fabric[0] if fabric else topology_levels(pool)[0]
 
 
-def topology(cloud: str) -> dict:
-    """The Topology that topology-aware flavors refer to."""
+def topology(pool: GpuPool) -> dict:
+    """The Topology ``pool``'s topology-aware flavor refers to."""
     return {
         "apiVersion": KUEUE_API_VERSION,
         "kind": "Topology",
-        "metadata": metadata(TOPOLOGY_NAME),
-        "spec": {"levels": [{"nodeLabel": level} for level in topology_levels(cloud)]},
+        "metadata": metadata(topology_name(pool)),
+        "spec": {"levels": [{"nodeLabel": level} for level in topology_levels(pool)]},
     }
+
+
+def topologies(plans: Sequence[FlavorPlan]) -> list[dict]:
+    """The Topologies the topology-aware flavors name, one per name, in flavor order."""
+    bodies: dict[str, dict] = {}
+    for plan in plans:
+        if plan.topology:
+            bodies.setdefault(topology_name(plan.pool), topology(plan.pool))
+    return list(bodies.values())
 
 
 def flavor_node_labels(pool: GpuPool) -> dict[str, str]:
@@ -223,16 +277,70 @@ def tpu_flavor_labels(pool: GpuPool) -> dict[str, str]:
     return {key: value for key, value in pool.labels.items() if key in keys}
 
 
+def flavor_tolerations(pool: GpuPool) -> list[dict]:
+    """Every taint of the pool's nodes tolerated: the pool's own (`GpuPool.tolerations`), then those the cloud adds
+    by itself to spot nodes (`SPOT_TOLERATIONS`) and to queued-provisioning nodes (`QUEUED_TOLERATIONS`), unless the
+    pool declares that key already."""
+    own = pool.tolerations
+    extra = [*(SPOT_TOLERATIONS.get(pool.cloud, ()) if pool.provisioning == provisioning.SPOT else ()),
+             *(QUEUED_TOLERATIONS if pool.provisioning == provisioning.QUEUED else ())]
+    keys = {t["key"] for t in own}
+    return [*own, *(dict(t) for t in extra if t["key"] not in keys)]
+
+
 def resource_flavor(plan: FlavorPlan) -> dict:
     """A ResourceFlavor whose labels and tolerations Kueue injects into the pods it admits on the pool."""
-    spec: dict = {"nodeLabels": flavor_node_labels(plan.pool), "tolerations": plan.pool.tolerations}
+    spec: dict = {"nodeLabels": flavor_node_labels(plan.pool), "tolerations": flavor_tolerations(plan.pool)}
     if plan.topology:
-        spec["topologyName"] = TOPOLOGY_NAME
+        spec["topologyName"] = topology_name(plan.pool)
     return {
         "apiVersion": KUEUE_API_VERSION,
         "kind": "ResourceFlavor",
         "metadata": metadata(plan.name, extra_labels={labels.POOL_LABEL: plan.name}),
         "spec": spec,
+    }
+
+
+def queued_flavors(plans: Sequence[FlavorPlan]) -> list[str]:
+    """The flavors of queued-provisioning pools, in flavor order."""
+    return [plan.name for plan in plans if plan.pool.provisioning == provisioning.QUEUED]
+
+
+def provisioning_request_config(plans: Sequence[FlavorPlan]) -> Optional[dict]:
+    """What Kueue's ProvisioningRequests for queued pools ask GKE for (None without queued pools): class
+    ``queued-provisioning.gke.io``, for the queued pools' accelerator resources (a pod set requesting none of them
+    needs no request), the pods pinned to the nodes created for them."""
+    queued = [plan.pool for plan in plans if plan.pool.provisioning == provisioning.QUEUED]
+    if not queued:
+        return None
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": metadata(QUEUED_PROVISIONING_CHECK),
+        "spec": {
+            "provisioningClassName": QUEUED_PROVISIONING_CLASS,
+            "managedResources": sorted({pool.resource for pool in queued}),
+            "podSetUpdates": {"nodeSelector": [{
+                "key": labels.GKE_PROVISIONING_REQUEST_LABEL,
+                "valueFromProvisioningClassDetail": PROVISIONING_REQUEST_CLASS_DETAIL}]},
+        },
+    }
+
+
+def admission_check(plans: Sequence[FlavorPlan]) -> Optional[dict]:
+    """The AdmissionCheck of queued pools (None without any): Kueue's ProvisioningRequest controller with
+    `provisioning_request_config`."""
+    if not queued_flavors(plans):
+        return None
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "AdmissionCheck",
+        "metadata": metadata(QUEUED_PROVISIONING_CHECK),
+        "spec": {
+            "controllerName": labels.KUEUE_PROVISIONING_CONTROLLER,
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                           "name": QUEUED_PROVISIONING_CHECK},
+        },
     }
 
 
@@ -327,7 +435,8 @@ def queue_flavor_indexes(quota: TeamQuota, pool_count: int) -> set[int]:
 
 
 def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
-    """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool.
+    """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool in flavor
+    order (`flavor_plans`), and the queued-provisioning check on the queued pools' flavors.
 
     Every flavor lists CPU, memory, each accelerator resource and IMEX channels where covered
     (`covered_resources`). A pool flavor's own primary resource takes the team's ``borrowingLimit``;
@@ -362,18 +471,25 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
             *accelerators,
             *(_resource(r, quota.quota_of(r)[i]) for r in channels),
         ]})
+    spec: dict = {
+        "cohortName": COHORT_NAME,
+        "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: team.name}},
+        "queueingStrategy": "BestEffortFIFO",
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+        "resourceGroups": [{"coveredResources": list(covered_resources(plans)), "flavors": flavors}],
+    }
+    listed = {f["name"] for f in flavors}
+    queued = [f for f in queued_flavors(plans) if f in listed]
+    if queued:
+        # Only on the queued flavors: an empty onFlavors would mean every flavor.
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": QUEUED_PROVISIONING_CHECK,
+                                                                "onFlavors": queued}]}
     return {
         "apiVersion": KUEUE_API_VERSION,
         "kind": "ClusterQueue",
         "metadata": metadata(team.name, extra_labels={labels.TEAM_LABEL: team.name}),
-        "spec": {
-            "cohortName": COHORT_NAME,
-            "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: team.name}},
-            "queueingStrategy": "BestEffortFIFO",
-            "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
-            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-            "resourceGroups": [{"coveredResources": list(covered_resources(plans)), "flavors": flavors}],
-        },
+        "spec": spec,
     }
 
 

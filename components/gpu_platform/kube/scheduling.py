@@ -9,8 +9,13 @@ What a platform user gets:
 * Kueue (pinned chart) managing batch Jobs, JobSets, Kubeflow jobs, plain pods and Deployments that name a
   queue, in team namespaces only; gang admission (``waitForPodsReady``) and fair sharing on.
 * One ResourceFlavor per GPU pool (the pool's label and GPU model, tolerations for every taint of the pool) and
-  a CPU-only flavor; fixed-size RDMA pools are topology-aware (a ``Topology`` of zone and host), unless their GPUs
-  are DRA devices, which Kueue's topology-aware scheduling does not count.
+  a CPU-only flavor; fixed-size RDMA pools are topology-aware (a ``Topology`` of the zone, the network-fabric labels
+  the cloud puts on the pool's shape and the host: `kube.topology_labels`), unless their GPUs are DRA devices, which
+  Kueue's topology-aware scheduling does not count, or they are queued-provisioning pools.
+* Flavors in `provisioning.FLAVOR_ORDER` (reserved and on-demand first, spot last), so a team's work spills to a
+  pool's ``fallback_pool`` when its quota there is used; spot flavors tolerate the taints the cloud puts on spot
+  nodes. GKE queued-provisioning pools get an AdmissionCheck with a ProvisioningRequestConfig, which every
+  ClusterQueue applies on those pools' flavors.
 * One ClusterQueue per team in one cohort, covering CPU, memory and every accelerator resource the pools advertise
   (``nvidia.com/gpu``, ``aws.amazon.com/neuron``...). How a team's ``gpuQuota`` and ``quotas`` (and CPU/memory) are
   split over the flavors is documented in `kube.quota_split`: each resource over the pools advertising it,
@@ -33,7 +38,7 @@ from typing import Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import catalog, config, priorities, versions
+from .. import catalog, config, priorities, provisioning, versions
 from ..component_args import Args, choice
 from ..pools import GpuPoolSpec
 from . import kueue_objects, namespace_security, priority_objects
@@ -78,10 +83,16 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
     if checked.get("kueue", True):
         for i, pool in enumerate(pools_of(pools)):
             # Kueue's ResourceFlavor takes at most this many tolerations (the stack file's rule too).
-            if len(pool.tolerations) > config.MAX_POOL_TAINTS:
-                checker.fail(f"pools[{i}].taints", f"the pool's nodes would carry {len(pool.tolerations)} taints "
+            tolerations = kueue_objects.flavor_tolerations(pool)
+            if len(tolerations) > config.MAX_POOL_TAINTS:
+                checker.fail(f"pools[{i}].taints", f"the pool's nodes would carry {len(tolerations)} taints "
                                                    f"(the GPU taint included); a Kueue flavor tolerates at most "
                                                    f"{config.MAX_POOL_TAINTS}")
+    by_name = {p.name: (p.resource, p.fallback_pool) for p in pools_of(pools)} if pools else {}
+    for i, pool in enumerate(pools_of(pools) if pools else []):
+        problem = provisioning.fallback_problem(pool.name, pool.fallback_pool, by_name)
+        if problem is not None:
+            checker.fail(f"pools[{i}].fallback_pool", problem[1])
     return checked
 
 
@@ -111,7 +122,11 @@ class SchedulingPolicy(pulumi.ComponentResource):
         self.workload_priority_classes: dict[str, KubernetesObject] = {}
         self.flavors: dict[str, KubernetesObject] = {}
         self.cluster_queues: dict[str, KubernetesObject] = {}
-        self.topology: Optional[KubernetesObject] = None
+        self.topologies: dict[str, KubernetesObject] = {}
+        """Kueue Topologies by name (one per level list the topology-aware pools' nodes carry)."""
+        self.admission_check: Optional[KubernetesObject] = None
+        """The queued-provisioning AdmissionCheck (GKE queued pools only)."""
+        self.provisioning_request_config: Optional[KubernetesObject] = None
         self.cohort: Optional[KubernetesObject] = None
         self.release = None
         self.kueue_namespace: Optional[k8s.core.v1.Namespace] = None
@@ -146,20 +161,33 @@ class SchedulingPolicy(pulumi.ComponentResource):
             for s in specs
         }
         plans = kueue_objects.flavor_plans(pools)
-        if any(p.topology for p in plans):
-            self.topology = KubernetesObject(f"{name}-topology", kueue_objects.topology(pools[0].cloud),
-                                             after_release())
+        for body in kueue_objects.topologies(plans):
+            topology_name = body["metadata"]["name"]
+            # The one Topology of earlier versions keeps its child name (no replacement where levels are the same).
+            child = f"{name}-topology" if topology_name == kueue_objects.TOPOLOGY_NAME else \
+                f"{name}-topology-{topology_name}"
+            self.topologies[topology_name] = KubernetesObject(child, body, after_release())
         self.flavors[kueue_objects.CPU_FLAVOR] = KubernetesObject(
             f"{name}-flavor-cpu", kueue_objects.cpu_flavor(), after_release())
         for plan in plans:
+            topology = [self.topologies[kueue_objects.topology_name(plan.pool)]] if plan.topology else []
             self.flavors[plan.name] = KubernetesObject(
-                f"{name}-flavor-{plan.name}", kueue_objects.resource_flavor(plan),
-                after_release([self.topology] if plan.topology else []))
+                f"{name}-flavor-{plan.name}", kueue_objects.resource_flavor(plan), after_release(topology))
+        checks: list[KubernetesObject] = []
+        config_body, check_body = kueue_objects.provisioning_request_config(plans), kueue_objects.admission_check(plans)
+        if config_body is not None and check_body is not None:
+            self.provisioning_request_config = KubernetesObject(
+                f"{name}-provisioning-request-config", config_body, after_release())
+            self.admission_check = KubernetesObject(
+                f"{name}-admission-check", check_body, after_release([self.provisioning_request_config]))
+            checks.append(self.admission_check)
         self.cohort = KubernetesObject(f"{name}-cohort", kueue_objects.cohort(), after_release())
         for quota in kueue_objects.team_quotas(teams, plans):
             body = kueue_objects.cluster_queue(quota, plans)
             listed = [f["name"] for group in body["spec"]["resourceGroups"] for f in group["flavors"]]
+            queue_checks = checks if "admissionChecksStrategy" in body["spec"] else []
             # Only the flavors the queue lists: each dependency edge costs the SDK a walk of its closure.
             self.cluster_queues[quota.team.name] = KubernetesObject(
-                f"{name}-cq-{quota.team.name}", body, after_release([self.cohort, *(self.flavors[n] for n in listed)]))
+                f"{name}-cq-{quota.team.name}", body,
+                after_release([self.cohort, *queue_checks, *(self.flavors[n] for n in listed)]))
 

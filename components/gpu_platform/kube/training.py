@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog, versions
-from ..component_args import CRON, DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, at_least
+from ..component_args import CRON, DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, at_least, choice
 from ..errors import one_of
 from ..pools import GpuPool, GpuPoolSpec
 from ..priorities import HIGH, MEDIUM
@@ -31,7 +31,11 @@ class TrainingWorkloadArgs(TypedDict, total=False):
     local_queue: Optional[str]
     """Kueue LocalQueue to submit to; none runs the Job directly (no gang admission)."""
     topology_level: Optional[str]
-    """Node label of the topology level to pack the ranks into, when the pool's flavor is topology-aware."""
+    """Node label of the topology level to pack the ranks into, when the pool's flavor is topology-aware (one of
+    `kueue_objects.topology_levels`; the platform passes `kueue_objects.default_topology_level`)."""
+    topology_policy: str
+    """``preferred`` (Kueue packs the ranks into one domain of ``topology_level`` when they fit, else spreads them)
+    or ``required`` (only into one domain). Default: ``preferred``."""
     image: str
     """Container image with PyTorch and ``torchrun``. Default: the pool's vendor's in `versions.TRAINING_IMAGES`
     (NGC PyTorch on NVIDIA pools, ROCm PyTorch on AMD pools)."""
@@ -57,6 +61,7 @@ RULES = {
     "schedule": CRON,
     "checkpoint_size": STORAGE_QUANTITY,
     "checkpoint_storage_class": DNS_SUBDOMAIN,
+    "topology_policy": choice(*training_objects.TOPOLOGY_POLICIES),
 }
 
 
@@ -76,7 +81,7 @@ def checked_args(name: str, args: TrainingWorkloadArgs) -> dict:
     if level is not None:
         # Kueue packs the ranks only on a topology-aware flavor, into a level its Topology defines.
         pool = GpuPool.from_spec(checked["pool"])
-        levels = kueue_objects.topology_levels(pool.cloud)
+        levels = kueue_objects.topology_levels(pool)
         if not checked.get("local_queue"):
             checker.fail("topology_level", "takes effect only with local_queue (Kueue places the ranks)")
         if not kueue_objects.topology_aware(pool):
@@ -113,6 +118,7 @@ class TrainingWorkload(pulumi.ComponentResource):
             image=args.get("image", versions.TRAINING_IMAGES[pool.vendor].reference),
             local_queue=args.get("local_queue"),
             topology_level=args.get("topology_level"),
+            topology_policy=args.get("topology_policy", training_objects.PREFERRED),
             job_priority_class=args.get("job_priority_class", MEDIUM.name),
             retrain_priority_class=args.get("retrain_priority_class", HIGH.name),
             schedule=args.get("schedule", "0 3 * * 0"), checkpoint_size=args.get("checkpoint_size", "100Gi"),

@@ -39,6 +39,12 @@ MEMORY_GIB_PER_GPU = 8
 TMP_SIZE = "8Gi"
 """``/tmp`` (also ``HOME``): torchrun's logs, PyTorch/Triton/CUDA kernel caches. Room for the compiled kernels of
 a real model; the cap keeps a runaway cache from filling the node's disk."""
+PREFERRED, REQUIRED = "preferred", "required"
+TOPOLOGY_POLICIES = (PREFERRED, REQUIRED)
+TOPOLOGY_ANNOTATIONS = {PREFERRED: labels.KUEUE_PREFERRED_TOPOLOGY_ANNOTATION,
+                        REQUIRED: labels.KUEUE_REQUIRED_TOPOLOGY_ANNOTATION}
+"""The pod-template annotation of each policy: Kueue admits a ``required`` pod set only within one domain of the
+level, a ``preferred`` one there when it fits and across domains otherwise."""
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 """The Job waits in Kueue's queue and its PVC may wait for a consumer: Pulumi must not block on either."""
 
@@ -55,12 +61,14 @@ class TrainingPlan:
     local_queue: Optional[str]
     """Kueue LocalQueue; None runs the Job without Kueue (not suspended)."""
     topology_level: Optional[str]
-    """Preferred topology level when the pool's flavor is topology-aware."""
+    """Topology level to pack the ranks into when the pool's flavor is topology-aware."""
     job_priority_class: str
     retrain_priority_class: str
     schedule: str
     checkpoint_size: str
     checkpoint_storage_class: Optional[str]
+    topology_policy: str = "preferred"
+    """``preferred`` or ``required``: how Kueue holds the ranks to one domain of `topology_level`."""
 
 
 def size(pool: GpuPool, gpu_quota: int) -> Optional[tuple[int, int]]:
@@ -122,8 +130,12 @@ def _pod_labels(plan: TrainingPlan) -> dict:
 
 
 def node_selector(pool: GpuPool) -> dict:
-    """The pool's selector, plus the CPU architecture on arm64 pools (the NVIDIA image is a multi-arch index)."""
-    selector = dict(pool.selector)
+    """The pool's selector, plus the CPU architecture on arm64 pools (the NVIDIA image is a multi-arch index).
+
+    A pool with a ``fallback_pool`` is selected by its GPU model instead: Kueue skips a flavor whose node labels
+    contradict the pod's nodeSelector, and injects the pool label of the flavor it assigns, so the job can land on
+    either pool."""
+    selector = {labels.ACCELERATOR_LABEL: pool.gpu_model} if pool.fallback_pool else dict(pool.selector)
     if pool.architecture == catalog.ARM64:
         selector[labels.ARCH_LABEL] = catalog.ARM64
     return selector
@@ -181,7 +193,7 @@ def pod_template(plan: TrainingPlan, priority_class: str, workload: str = NAME) 
     pool = plan.pool
     annotations = dict(pool.rdma_pod_annotations)
     if plan.topology_level:
-        annotations[labels.KUEUE_PREFERRED_TOPOLOGY_ANNOTATION] = plan.topology_level
+        annotations[TOPOLOGY_ANNOTATIONS[plan.topology_policy]] = plan.topology_level
     # The pool's NCCL settings (fabric-specific) win over the defaults; each variable appears once.
     settings = {"NCCL_DEBUG": "WARN", **dict(pool.nccl_env)}
     env = [

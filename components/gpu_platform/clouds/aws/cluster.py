@@ -21,6 +21,7 @@ from ...errors import ConfigError
 from ...kube.common import child_opts
 from ...labels import DOMAIN
 from ...pools import GpuPool, GpuPoolSpec
+from ...provisioning import RESERVATION
 from ..handle import ClusterHandle
 from . import contract, karpenter_objects, security
 from . import iam as aws_iam
@@ -81,11 +82,10 @@ class EksGpuNodePoolArgs(TypedDict, total=False):
     """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_ARM_64_NVIDIA`` (default
     and only choice) on arm64 shapes (``pool.architecture``, p6e-gb200); ``AL2023_x86_64_NEURON`` (default and only
     choice) on Neuron pools. An AMI of the other CPU architecture is refused."""
-    capacity_reservation_id: Optional[str]
-    """On-Demand Capacity Reservation or Capacity Block (``cr-...``) targeted by the launch template."""
     capacity_block: bool
-    """The reservation is a Capacity Block for ML: capacity type ``CAPACITY_BLOCK``, market ``capacity-block``.
-    Required (with ``capacity_reservation_id``) on shapes EC2 sells as Capacity Blocks only (p6e-gb200.36xlarge)."""
+    """The pool's reservation (``pool.provisioning`` ``reservation``, ``pool.reservation`` ``cr-...``, which the
+    launch template targets) is a Capacity Block for ML: capacity type ``CAPACITY_BLOCK``, market ``capacity-block``.
+    Required on shapes EC2 sells as Capacity Blocks only (p6e-gb200.36xlarge). Default false."""
     disk_size_gib: int
     """Image volume size in GiB (root on AL2023, data volume on Bottlerocket). Default 200, 500 on 8-GPU shapes."""
     placement_group: bool
@@ -99,13 +99,14 @@ class EksGpuNodePoolArgs(TypedDict, total=False):
 def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
     """The component's arguments as `AwsPoolOptions`, with the rules the configuration enforces for stacks
     (a `ConfigError` ``pool <name>: <argument>: <problem>`` when one is broken)."""
-    reservation = args.get("capacity_reservation_id")
+    reservation = pool.reservation if pool.provisioning == RESERVATION else None
     capacity_block = bool(args.get("capacity_block", False))
     placement = bool(args.get("placement_group", bool(pool.rdma_fabric) and reservation is None))
     ami_type = args.get("ami_type", default_ami_type(pool.vendor, pool.architecture))
-    problem = capacity_problem(spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
-                               ami_type=ami_type, reservation=reservation, capacity_block=capacity_block,
-                               placement=placement, placement_given="placement_group" in args, spell=lambda k: k,
+    problem = capacity_problem(mode=pool.provisioning, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
+                               ami_type=ami_type, reservation=pool.reservation, capacity_block=capacity_block,
+                               placement=placement, placement_given="placement_group" in args,
+                               spell=contract.pool_key,
                                vendor=pool.vendor, architecture=pool.architecture,
                                instance_type=pool.instance_type, dra=pool.dra)
     if problem is not None:
@@ -621,7 +622,7 @@ def karpenter_pools(config: PlatformConfig, cluster: EksCluster) -> list[dict]:
             zones = cluster.zones[:1]  # as EksCluster places an EFA node group: the VPC's first zone
         share = {
             "pool": pool.spec(), "nodes": nodes, "ami_type": options.ami_type,
-            "capacity_type": options.capacity_type, "capacity_reservation_id": options.capacity_reservation_id,
+            "capacity_type": options.capacity_type,
             "disk_size_gib": options.disk_size_gib, "placement_group": options.placement_group,
             "subnet_ids": list(options.subnet_ids) or cluster.subnet_ids_for(zones),
         }

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ... import control_plane, versions
+from ... import control_plane, provisioning, versions
 from ...component_args import KUBERNETES_VERSION, NON_EMPTY, Args, Rule, at_least, choice, matching
 from ...pools import GpuPool
 from . import options
@@ -31,8 +31,6 @@ REGION = matching(options._REGION.pattern.strip("^$"), "an AWS region such as us
 VPC_ID = matching(options._VPC_ID.pattern.strip("^$"), "a VPC id such as vpc-0123456789abcdef0")
 SUBNET_ID = matching(options._SUBNET_ID.pattern.strip("^$"), "a subnet id such as subnet-0123456789abcdef0")
 SECURITY_GROUP_ID = matching(r"sg-[0-9a-f]{8,17}", "a security group id such as sg-0123456789abcdef0")
-RESERVATION_ID = matching(options._RESERVATION_ID.pattern.strip("^$"),
-                          "a capacity reservation id such as cr-0123456789abcdef0")
 INSTANCE_TYPE = matching(options._INSTANCE_TYPE.pattern.strip("^$"), "an EC2 instance type such as m6i.xlarge")
 IAM_PRINCIPAL = matching(options._IAM_PRINCIPAL.pattern.strip("^$"), "an IAM role or user ARN")
 EKS_CLUSTER_NAME = matching(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}",
@@ -78,7 +76,6 @@ def pool_rules(prefix: str = "") -> dict[str, Rule]:
     """Rules of `EksGpuNodePoolArgs` keys, under ``prefix`` (``gpu_pools[].`` inside `EksClusterArgs`)."""
     return {
         f"{prefix}ami_type": choice(*options.ACCELERATOR_AMI_TYPES),
-        f"{prefix}capacity_reservation_id": RESERVATION_ID,
         f"{prefix}disk_size_gib": at_least(options.MIN_DISK_GIB),
         f"{prefix}desired_nodes": at_least(0),
         f"{prefix}subnet_ids": NON_EMPTY,
@@ -109,6 +106,27 @@ CLUSTER_RULES: dict[str, Rule] = {
 
 RENAMED_ARGS = {"endpoint_public_access": "api_allowed_cidrs", "public_access_cidrs": "api_allowed_cidrs"}
 """`EksCluster` arguments of the first round that ``api_allowed_cidrs`` replaced: refused naming it."""
+RENAMED_POOL_ARGS = {
+    "capacity_reservation_id": "pool.provisioning 'reservation' and pool.reservation (the same cr-... id)"}
+"""Pool arguments (`EksGpuNodePool`, `EksCluster.gpu_pools[]`, `KarpenterAutoscaler.node_pools[]`) of the first round
+and what replaced them: the pool's own provisioning mode and reservation."""
+
+
+def pool_key(key: str) -> str:
+    """How the components spell a pool key in `capacity_problem`'s messages: the shared ones live in the pool."""
+    return f"pool.{key}" if key in ("provisioning", "reservation") else key
+
+
+def refuse_renamed_pool_args(checker: Args, entries: Any, path: str = "") -> None:
+    """Refuse a first-round pool argument naming its replacement, before the unknown-argument check (``entries``: one
+    pool's args, or with ``path`` ``gpu_pools``/``node_pools`` the list of them)."""
+    many = isinstance(entries, list)
+    for i, entry in enumerate(entries if many else [entries]):
+        if not isinstance(entry, Mapping):
+            continue
+        for old, new in RENAMED_POOL_ARGS.items():
+            if old in entry:
+                checker.fail(f"{path}[{i}].{old}" if many else old, f"was replaced by {new}")
 
 
 def _zone_of(checker: Args, zone: str, region: str, path: str) -> None:
@@ -123,11 +141,11 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str) -> GpuPo
         checker.fail(f"{path}desired_nodes", f"must be between the pool's min_nodes ({pool.min_nodes}) and "
                                              f"max_nodes ({pool.max_nodes}), got {args['desired_nodes']}")
     problem = options.capacity_problem(
-        spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
+        mode=pool.provisioning, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
         ami_type=args.get("ami_type", options.default_ami_type(pool.vendor, pool.architecture)),
-        reservation=args.get("capacity_reservation_id"), capacity_block=bool(args.get("capacity_block", False)),
+        reservation=pool.reservation, capacity_block=bool(args.get("capacity_block", False)),
         placement=bool(args.get("placement_group", False)), placement_given="placement_group" in args,
-        spell=lambda key: key, vendor=pool.vendor, architecture=pool.architecture, instance_type=pool.instance_type,
+        spell=pool_key, vendor=pool.vendor, architecture=pool.architecture, instance_type=pool.instance_type,
         dra=pool.dra)
     if problem is not None:
         checker.fail(f"{path}{problem[0]}", problem[1])
@@ -137,6 +155,7 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str) -> GpuPo
 def node_pool_args(name: str, args: Any, schema: type) -> dict[str, Any]:
     """`EksGpuNodePool`'s args checked; standalone it needs what an `EksCluster` would give it."""
     checker = Args("EksGpuNodePool", name, cloud="aws")
+    refuse_renamed_pool_args(checker, args)
     out = checker.check(args, schema, pool_rules())
     pool = check_pool_entry(checker, out, "")
     for key in ("cluster_name", "node_role_arn", "subnet_ids"):
@@ -159,6 +178,7 @@ def cluster_args(name: str, args: Any, schema: type) -> dict[str, Any]:
             if old in args:
                 checker.fail(old, f"was replaced by {new} (empty: private endpoint only; a list of CIDRs: a public "
                                   "endpoint open to those CIDRs only)")
+        refuse_renamed_pool_args(checker, args.get("gpu_pools"), "gpu_pools")
     out = checker.check(args, schema, CLUSTER_RULES)
     region = out["region"]
     existing_vpc = "vpc_id" in out
@@ -187,7 +207,7 @@ def cluster_args(name: str, args: Any, schema: type) -> dict[str, Any]:
             if key in entry:
                 checker.fail(f"{path}.{key}", "is set by the EksCluster for its own pools; remove it")
         zones = entry.get("zones", [])
-        reserved = entry.get("capacity_reservation_id") is not None
+        reserved = pool.provisioning == provisioning.RESERVATION
         if existing_vpc:
             if zones:
                 checker.fail(f"{path}.zones", "with vpc_id, place the pool with subnet_ids instead")
@@ -212,8 +232,8 @@ def cluster_args(name: str, args: Any, schema: type) -> dict[str, Any]:
             checker.fail(f"{path}.zones", f"EFA traffic stays in one subnet of one zone; name one zone, not "
                                           f"{len(zones)}")
         if reserved and len(zones) != 1:
-            checker.fail(f"{path}.zones", "name the one zone of capacity_reservation_id (a reservation lives in one "
-                                          "availability zone)")
+            checker.fail(f"{path}.zones", "name the one zone of pool.reservation (an EC2 capacity reservation lives "
+                                          "in one availability zone)")
     if any(p.rdma_fabric for p in pools) and not vpc_cni_supports_efa_only(out["addon_versions"]["vpc-cni"]):
         checker.fail("addon_versions.vpc-cni", f"EFA pools need vpc-cni v1.18.5 or later (efa-only interfaces), got "
                                                f"{out['addon_versions']['vpc-cni']}")
@@ -240,7 +260,6 @@ KARPENTER_RULES: dict[str, Rule] = {
     "node_pools[].nodes": at_least(1),
     "node_pools[].ami_type": choice(*options.ACCELERATOR_AMI_TYPES),
     "node_pools[].capacity_type": choice(options.ON_DEMAND, options.SPOT, options.CAPACITY_BLOCK),
-    "node_pools[].capacity_reservation_id": RESERVATION_ID,
     "node_pools[].disk_size_gib": at_least(options.MIN_DISK_GIB),
     "node_pools[].subnet_ids": NON_EMPTY,
     "node_pools[].subnet_ids[]": SUBNET_ID,
@@ -254,6 +273,8 @@ def karpenter_args(name: str, args: Any, schema: type) -> dict[str, Any]:
     """`KarpenterAutoscaler`'s args checked: each pool's capacity agrees with its spec, pools are unique, and
     what its pools need from the cluster is there."""
     checker = Args("KarpenterAutoscaler", name, cloud="aws")
+    if isinstance(args, Mapping):
+        refuse_renamed_pool_args(checker, args.get("node_pools"), "node_pools")
     out = checker.check(args, schema, KARPENTER_RULES)
     entries = out.get("node_pools", [])
     pools = [GpuPool.from_spec(entry["pool"]) for entry in entries]
@@ -272,11 +293,11 @@ def karpenter_args(name: str, args: Any, schema: type) -> dict[str, Any]:
                          f"Karpenter {versions.KARPENTER.version} does not provision nodes for DRA ResourceClaims; "
                          "give the pool to an EksCluster (managed node groups) instead")
         problem = options.capacity_problem(
-            spot=pool.spot, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
+            mode=pool.provisioning, rdma=bool(pool.rdma_fabric), sharing_mode=pool.sharing.mode,
             ami_type=entry.get("ami_type", options.default_ami_type(pool.vendor, pool.architecture)),
-            reservation=entry.get("capacity_reservation_id"), capacity_block=capacity == options.CAPACITY_BLOCK,
+            reservation=pool.reservation, capacity_block=capacity == options.CAPACITY_BLOCK,
             placement=bool(entry.get("placement_group", False)), placement_given="placement_group" in entry,
-            spell=lambda key: key, vendor=pool.vendor, architecture=pool.architecture,
+            spell=pool_key, vendor=pool.vendor, architecture=pool.architecture,
             instance_type=pool.instance_type)
         if problem is not None:
             key = "capacity_type" if problem[0] == "capacity_block" else problem[0]

@@ -23,6 +23,7 @@ from ...config import PlatformConfig
 from ...kube.common import child_opts, helm_release
 from ...kube.custom_object import KubernetesObject
 from ...pools import GpuPool, GpuPoolSpec
+from ...provisioning import RESERVATION
 from ...versions import KARPENTER
 from ..handle import ClusterHandle
 from . import contract
@@ -44,9 +45,10 @@ class KarpenterPoolArgs(TypedDict, total=False):
     """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``, ``AL2023_x86_64_NEURON``
     (Neuron default): picks the AMI alias."""
     capacity_type: str
-    """EKS capacity type of the pool: ``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK``."""
-    capacity_reservation_id: Optional[str]
-    """On-Demand Capacity Reservation or Capacity Block (``cr-...``) the nodes launch into (capacity ``reserved``)."""
+    """EKS capacity type of the pool: ``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK`` (the pool's
+    reservation is a Capacity Block). A pool with ``pool.provisioning`` ``reservation`` launches into
+    ``pool.reservation`` (``cr-...``: capacity type ``reserved``, the EC2NodeClass's
+    ``capacityReservationSelectorTerms``)."""
     disk_size_gib: int
     """Image volume size in GiB. Default 200, 500 on 8-GPU shapes."""
     subnet_ids: Sequence[pulumi.Input[str]]
@@ -193,7 +195,7 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
             pool=pool, nodes=int(pool_args.get("nodes", pool.max_nodes)),
             ami_type=pool_args.get("ami_type", default_ami_type(pool.vendor, pool.architecture)),
             capacity_type=pool_args.get("capacity_type", "ON_DEMAND"),
-            capacity_reservation_id=pool_args.get("capacity_reservation_id"),
+            capacity_reservation_id=pool.reservation if pool.provisioning == RESERVATION else None,
             disk_size_gib=int(pool_args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200)),
             consolidate_after_minutes=consolidate)
         prefix = f"{name}-{pool.name}"

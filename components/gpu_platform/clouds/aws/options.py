@@ -19,8 +19,10 @@ Cluster keys (top level of the stack's ``gpu-platform`` namespace):
 
 ``endpointPublicAccess`` and ``publicAccessCidrs`` were replaced by ``apiAllowedCidrs`` (see `control_plane`).
 
-Pool keys (per ``nodePools[]`` entry): ``amiType``, ``capacityReservationId``, ``capacityBlock``, ``diskSizeGiB``,
-``subnetIds``, ``placementGroup``; see `AwsPoolOptions`.
+Pool keys (per ``nodePools[]`` entry): ``amiType``, ``capacityBlock``, ``diskSizeGiB``, ``subnetIds``,
+``placementGroup``; see `AwsPoolOptions`. Reserved capacity is the shared ``provisioning: reservation`` with
+``reservation: cr-...`` (an On-Demand Capacity Reservation, or with ``capacityBlock: true`` a Capacity Block for ML);
+``capacityReservationId`` was replaced by them and is refused naming them (`RENAMED_POOL_KEYS`).
 """
 
 import ipaddress
@@ -29,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ... import catalog, control_plane, gpu_allocation, versions
+from ... import catalog, control_plane, gpu_allocation, provisioning, versions
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 
@@ -37,7 +39,9 @@ CLUSTER_KEYS = {
     "vpcId", "privateSubnetIds", "publicSubnetIds", "vpcCidr", "availabilityZones", "singleNatGateway",
     "adminRoleArns", "systemNodeInstanceType", "systemNodes", *control_plane.KEYS,
 }
-POOL_KEYS = {"amiType", "capacityReservationId", "capacityBlock", "diskSizeGiB", "subnetIds", "placementGroup"}
+RENAMED_POOL_KEYS = {"capacityReservationId": "provisioning: reservation and reservation: cr-... (the same id)"}
+"""First-round pool keys and what replaced them: the stack parser refuses them naming the replacement."""
+POOL_KEYS = {"amiType", "capacityBlock", "diskSizeGiB", "subnetIds", "placementGroup"}
 
 AL2023_NVIDIA = "AL2023_x86_64_NVIDIA"
 BOTTLEROCKET_NVIDIA = "BOTTLEROCKET_x86_64_NVIDIA"
@@ -129,9 +133,10 @@ class AwsPoolOptions:
     """``AL2023_x86_64_NVIDIA`` (NVIDIA default) or ``BOTTLEROCKET_x86_64_NVIDIA``; ``AL2023_ARM_64_NVIDIA`` (only
     choice) on arm64 NVIDIA shapes; ``AL2023_x86_64_NEURON`` on Neuron pools (`AMI_TYPES_BY_VENDOR`)."""
     capacity_type: str = ON_DEMAND
-    """``ON_DEMAND``, ``SPOT`` or ``CAPACITY_BLOCK`` (derived from ``spot`` and ``capacityBlock``)."""
+    """``ON_DEMAND``, ``SPOT`` or ``CAPACITY_BLOCK`` (derived from ``provisioning`` and ``capacityBlock``)."""
     capacity_reservation_id: Optional[str] = None
-    """On-Demand Capacity Reservation or Capacity Block (``cr-...``) the nodes launch into."""
+    """The pool's ``reservation`` with ``provisioning: reservation``: the On-Demand Capacity Reservation or Capacity
+    Block (``cr-...``) the nodes launch into."""
     disk_size_gib: int = 200
     """Root (AL2023) or data (Bottlerocket) volume size; default by GPU count, see `default_disk_size`."""
     subnet_ids: tuple[str, ...] = ()
@@ -141,8 +146,8 @@ class AwsPoolOptions:
 
     @property
     def capacity_block(self) -> bool:
-        """The ``capacityReservationId`` is a Capacity Block for ML (capacity type ``CAPACITY_BLOCK``); needs the
-        reservation id, not with ``spot``."""
+        """``capacityBlock``: the pool's reservation is a Capacity Block for ML (capacity type ``CAPACITY_BLOCK``);
+        only with ``provisioning: reservation``. Default false."""
         return self.capacity_type == CAPACITY_BLOCK
 
 
@@ -207,15 +212,24 @@ def sold_as(instance_type: str) -> str:
     return shape.capacity if shape is not None else ""
 
 
-def capacity_problem(*, spot: bool, rdma: bool, sharing_mode: str, ami_type: str, reservation: Optional[str],
+def reservation_id_problem(reservation: str) -> Optional[str]:
+    """Why ``reservation`` is not an EC2 capacity reservation id (ODCR or Capacity Block), or None."""
+    if _RESERVATION_ID.match(reservation):
+        return None
+    return f"'{reservation}' is not an EC2 capacity reservation id such as cr-0123456789abcdef0"
+
+
+def capacity_problem(*, mode: str, rdma: bool, sharing_mode: str, ami_type: str, reservation: str,
                      capacity_block: bool, placement: bool, placement_given: bool,
                      spell: Callable[[str], str], architecture: str, instance_type: str,
                      vendor: str = catalog.NVIDIA, dra: bool = False) -> Optional[tuple[str, str]]:
     """``(key, problem)`` of the first AWS capacity rule a pool breaks, or None. One rule set for the stack file
-    (``spell`` = camelCase) and the components (``spell`` = identity): keys are snake_case, spelled by ``spell``.
-    ``vendor`` and ``architecture``: the pool's accelerator vendor and CPU architecture, whose driver and
-    instruction set the AMI type must carry; ``instance_type``: its shape (some are sold as Capacity Blocks only);
-    ``dra``: the pool's GPUs are allocated through DRA."""
+    (``spell`` = camelCase, ``reservation``/``provisioning`` as the pool's keys) and the components (``spell``: the
+    argument's path, ``pool.reservation``): keys are snake_case, spelled by ``spell``. ``mode``: the pool's
+    ``provisioning``; ``reservation``: its reservation (empty unless ``mode`` is ``reservation``); ``vendor`` and
+    ``architecture``: the pool's accelerator vendor and CPU architecture, whose driver and instruction set the AMI
+    type must carry; ``instance_type``: its shape (some are sold as Capacity Blocks only); ``dra``: the pool's GPUs
+    are allocated through DRA."""
     wrong_ami = ami_problem(vendor, architecture, ami_type)
     if wrong_ami is not None:
         return spell("ami_type"), wrong_ami
@@ -227,31 +241,28 @@ def capacity_problem(*, spot: bool, rdma: bool, sharing_mode: str, ami_type: str
         # The OS's own plugin ignores the GPU Operator's deploy label, so it would advertise the GPUs DRA allocates.
         return spell("ami_type"), ("a DRA pool runs no device plugin, and Bottlerocket runs its own NVIDIA device "
                                    f"plugin; use {AL2023_NVIDIA}")
-    if sold_as(instance_type) == SHAPE_CAPACITY_BLOCK and not capacity_block:
+    reserved = mode == provisioning.RESERVATION
+    if sold_as(instance_type) == SHAPE_CAPACITY_BLOCK and not (reserved and capacity_block):
         return spell("capacity_block"), (f"{instance_type} is sold through EC2 Capacity Blocks for ML only; set "
-                                         f"{spell('capacity_block')}: true and {spell('capacity_reservation_id')} "
-                                         "(the cr-... id of the purchased block)")
-    if reservation is not None and not _RESERVATION_ID.match(reservation):
-        return spell("capacity_reservation_id"), (f"'{reservation}' is not a capacity reservation id such as "
-                                                  "cr-0123456789abcdef0")
-    if capacity_block and spot:
-        return spell("capacity_block"), "a Capacity Block is reserved capacity and cannot be spot; remove spot: true"
-    if capacity_block and reservation is None:
-        return spell("capacity_block"), (f"a Capacity Block needs {spell('capacity_reservation_id')} (the cr-... id "
-                                         "of the purchased block)")
-    if reservation is not None and spot:
-        return spell("capacity_reservation_id"), "capacity reservations are on-demand capacity; remove spot: true"
+                                         f"{spell('provisioning')}: reservation, {spell('reservation')}: cr-... (the "
+                                         f"purchased block's id) and {spell('capacity_block')}: true")
+    if reserved and reservation_id_problem(reservation) is not None:
+        return spell("reservation"), reservation_id_problem(reservation)
+    if capacity_block and not reserved:
+        return spell("capacity_block"), (f"a Capacity Block is reserved capacity; set {spell('provisioning')}: "
+                                         f"reservation and {spell('reservation')}: cr-... (the purchased block's id)")
     if placement_given and placement and not rdma:
         return spell("placement_group"), "a cluster placement group is only for rdma: true pools"
-    if placement_given and placement and reservation is not None:
+    if placement_given and placement and reserved:
         # The reservation's instances exist wherever it was made; a new placement group cannot contain them
         # and launches fail with InsufficientInstanceCapacity.
-        return spell("placement_group"), (f"cannot be combined with {spell('capacity_reservation_id')}: reserved "
+        return spell("placement_group"), (f"cannot be combined with {spell('provisioning')}: reservation: reserved "
                                           "instances cannot launch into a new placement group")
     return None
 
 
 def _camel(key: str) -> str:
+    """A pool key's stack spelling (``capacity_block`` -> ``capacityBlock``)."""
     head, *rest = key.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
@@ -266,14 +277,15 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoo
     if ami_type not in ACCELERATOR_AMI_TYPES:
         allowed = ami_types(vendor, architecture) or ami_types(vendor, catalog.AMD64)
         ami_type = read_enum(raw, "amiType", path, allowed, allowed[0])
-    reservation = read_str(raw, "capacityReservationId", path, None)
+    reserved = pool.provisioning == provisioning.RESERVATION
     capacity_block = read_bool(raw, "capacityBlock", path, False)
-    placement = read_bool(raw, "placementGroup", path, pool.rdma and reservation is None)
+    placement = read_bool(raw, "placementGroup", path, pool.rdma and not reserved)
     # ``gpuAllocation`` is parsed after the cloud keys (config._with_allocation); its default is the hardware's.
     multi_node = shape is not None and shape.multi_node_nvlink
     dra = raw.get("gpuAllocation", gpu_allocation.default_allocation(pool.gpu_model, multi_node)) == gpu_allocation.DRA
-    problem = capacity_problem(spot=pool.spot, rdma=pool.rdma, sharing_mode=pool.sharing.mode, ami_type=ami_type,
-                               reservation=reservation, capacity_block=capacity_block, placement=placement,
+    problem = capacity_problem(mode=pool.provisioning, rdma=pool.rdma, sharing_mode=pool.sharing.mode,
+                               ami_type=ami_type, reservation=pool.reservation, capacity_block=capacity_block,
+                               placement=placement,
                                placement_given="placementGroup" in raw, spell=_camel, vendor=vendor,
                                architecture=architecture, instance_type=pool.instance_type, dra=dra)
     if problem is not None:
@@ -282,7 +294,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoo
     return AwsPoolOptions(
         ami_type=ami_type,
         capacity_type=capacity_type,
-        capacity_reservation_id=reservation,
+        capacity_reservation_id=pool.reservation if reserved else None,
         disk_size_gib=read_int(raw, "diskSizeGiB", path, default_disk_size(pool.gpus_per_node), minimum=MIN_DISK_GIB),
         subnet_ids=_read_ids(raw, "subnetIds", path, _SUBNET_ID, "a subnet id such as subnet-0123456789abcdef0"),
         placement_group=placement,
@@ -300,8 +312,6 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "pool": pool.spec(), "ami_type": options.ami_type, "disk_size_gib": options.disk_size_gib,
         "placement_group": options.placement_group, "capacity_block": options.capacity_block,
     }
-    if options.capacity_reservation_id is not None:
-        out["capacity_reservation_id"] = options.capacity_reservation_id
     if options.subnet_ids:
         out["subnet_ids"] = list(options.subnet_ids)
     if pool_config.zones:
@@ -344,8 +354,8 @@ def _check_pools(config: Any, new_vpc: bool, vpc_zones: tuple[str, ...]) -> None
                 raise ConfigError(join(path, "zones"), "EFA traffic stays in one subnet of one zone; "
                                                        f"name one zone, not {len(pool.zones)}")
             if reserved and len(pool.zones) != 1:
-                raise ConfigError(join(path, "zones"), "name the one zone of capacityReservationId "
-                                                       "(a reservation lives in one availability zone)")
+                raise ConfigError(join(path, "zones"), "name the one zone of the reservation (an EC2 capacity "
+                                                       "reservation lives in one availability zone)")
         else:
             if pool.zones:
                 raise ConfigError(join(path, "zones"), "with vpcId, place the pool with subnetIds instead")

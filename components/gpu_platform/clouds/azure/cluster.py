@@ -57,6 +57,7 @@ from ...component_args import Args
 from ...config import PlatformConfig
 from ...kube.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
+from ...provisioning import RESERVATION
 from ..autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
 from ..handle import ClusterHandle
 from . import contract
@@ -64,11 +65,13 @@ from .kubeconfig import USER_CREDENTIALS_FORMAT, decode_kubeconfig, non_interact
 from .names import agent_pool_name, dns_prefix, key_vault_name
 from .options import INFINIBAND_FEATURE, AzureClusterOptions, pool_args
 from .specs import (
+    CONTRIBUTOR_ROLE,
     GPU_DRIVER_NONE,
     aad_profile,
     agent_pool_properties,
     aks_pool,
     api_server_access_profile,
+    capacity_reservation_group_scope,
     cluster_identity_profiles,
     default_gpu_driver,
     gpu_driver,
@@ -100,7 +103,10 @@ class AksGpuNodePoolArgs(TypedDict, total=False):
     """Arguments of `AksGpuNodePool`: the cloud-neutral pool, then AKS's own settings."""
 
     pool: Required[GpuPoolSpec]
-    """The GPU pool (VM size, GPU model, min/max nodes, sharing, RDMA, spot, labels, taints)."""
+    """The GPU pool (VM size, GPU model, min/max nodes, sharing, RDMA, spot, labels, taints). With ``provisioning``
+    ``reservation``, ``reservation`` is a capacity reservation group's resource id, set as the agent pool's
+    ``capacity_reservation_group_id``: a pool of an `AksCluster` gets the Contributor role AKS requires for the
+    cluster identity on the group's resource group; a pool composed on its own needs that role granted beforehand."""
     resource_group_name: pulumi.Input[str]
     """Resource group of the cluster (set by `AksCluster` for its own pools)."""
     cluster_name: pulumi.Input[str]
@@ -258,6 +264,9 @@ class AksCluster(pulumi.ComponentResource):
     """The key encryption key of Secrets (None with ``secrets_encryption`` false)."""
     kms_role: Optional[authorization.RoleAssignment]
     """Key Vault Crypto User for the cluster identity on the vault (None with ``secrets_encryption`` false)."""
+    reservation_roles: dict[str, authorization.RoleAssignment]
+    """Contributor for the cluster identity on the resource group of each capacity reservation group a pool uses
+    (by that resource group's id), which AKS requires before it associates a pool with the group."""
     resource_group_name: pulumi.Output[str]
     cluster_name: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
@@ -356,12 +365,27 @@ class AksCluster(pulumi.ComponentResource):
                 # Subscription-wide: other clusters may rely on it, so destroying this stack keeps it.
                 opts=child_opts(self, opts, retain_on_delete=True))
 
+        # AKS use-capacity-reservation-groups.md: the cluster's user-assigned identity needs Contributor on the
+        # resource group of a capacity reservation group before a pool can be associated with it. One assignment
+        # per resource group: Azure refuses a second identical one.
+        self.reservation_roles: dict[str, authorization.RoleAssignment] = {}
+        for pool in pools:
+            if pool.provisioning != RESERVATION:
+                continue
+            scope = capacity_reservation_group_scope(pool.reservation)
+            if scope not in self.reservation_roles:
+                self.reservation_roles[scope] = _role_assignment(
+                    f"{name}-{pool.name}-crg-contributor", self.identity, CONTRIBUTOR_ROLE, scope, client,
+                    child_opts(self, opts))
+
         # GPU node pool components by pool name, and the pools they publish (Python-only attributes: component
         # references and GpuPools have no schema form, so they carry no class-level annotation).
         self.node_pools: dict[str, AksGpuNodePool] = {}
         previous: list[pulumi.Resource] = []
         for pool, entry in zip(pools, args.get("gpu_pools", []), strict=True):
             waits = list(previous)
+            if pool.provisioning == RESERVATION:
+                waits.append(self.reservation_roles[capacity_reservation_group_scope(pool.reservation)])
             if self.infiniband_feature is not None and pool.rdma_fabric == catalog.INFINIBAND:
                 waits.append(self.infiniband_feature)
             component = AksGpuNodePool(

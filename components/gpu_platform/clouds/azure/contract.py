@@ -10,6 +10,7 @@ from ... import catalog, control_plane
 from ...component_args import KUBERNETES_VERSION, Args, Rule, between, choice, matching
 from ...config import ConfigError
 from ...errors import did_you_mean
+from ...provisioning import RESERVATION
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
 from .options import (
     AZURE_ZONES,
@@ -35,6 +36,7 @@ from .specs import (
     aks_lists_gpu_size,
     aks_mig_profiles,
     authorized_ranges_problem,
+    capacity_reservation_group_problem,
     gb_os_sku_problem,
 )
 
@@ -126,6 +128,8 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str = "") -> 
         for key in ("spot_max_price", "spot_eviction_policy"):
             if key in args:
                 checker.fail(f"{at}{key}", f"only applies to spot pools (pool '{pool['name']}' has spot false)")
+    if pool.get("provisioning") == RESERVATION and capacity_reservation_group_problem(pool.get("reservation", "")):
+        checker.fail(f"{at}pool.reservation", capacity_reservation_group_problem(pool.get("reservation", "")))
     if catalog.vendor_of(pool.get("gpu_model", "")).key == catalog.AMD:
         # AKS use-amd-gpus.md: AMD pools must be created with gpuProfile.driver None, on Ubuntu only.
         if args.get("gpu_driver", GPU_DRIVER_NONE) != GPU_DRIVER_NONE:

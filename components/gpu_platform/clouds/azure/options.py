@@ -27,7 +27,9 @@ Pool keys (``nodePools[i]``), each an `AksGpuNodePool` argument (`pool_args`): `
 derived, see `azure_names.agent_pool_name`), ``osSku``
 (default the cluster's), ``spotMaxPrice`` (USD/hour, -1 = up to on-demand; spot pools only),
 ``spotEvictionPolicy`` (``Delete``/``Deallocate``; spot pools only), ``osDiskSizeGb``. ``zones`` are Azure
-availability zones ``1``, ``2``, ``3``.
+availability zones ``1``, ``2``, ``3``. ``provisioning: reservation`` with ``reservation:`` a capacity reservation
+group's resource id (shared keys) associates the pool with that group; the cluster's identity gets Contributor on the
+group's resource group, as AKS requires.
 """
 
 import ipaddress
@@ -37,7 +39,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
 
-from ... import catalog, control_plane
+from ... import catalog, control_plane, provisioning
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
@@ -47,6 +49,7 @@ from .specs import (
     SKU_TIERS,
     aks_mig_profiles,
     authorized_ranges_problem,
+    capacity_reservation_group_problem,
     gb_os_sku_problem,
     gpu_driver,
 )
@@ -364,6 +367,8 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AzureP
         if zone not in AZURE_ZONES:
             raise ConfigError(join(join(path, "zones"), i), f"'{zone}' is not an Azure availability zone (1, 2, 3)")
     _check_labels_and_taints(pool, path)
+    if pool.provisioning == provisioning.RESERVATION and capacity_reservation_group_problem(pool.reservation):
+        raise ConfigError(join(path, "reservation"), capacity_reservation_group_problem(pool.reservation))
     disk = read_int(raw, "osDiskSizeGb", path, None, minimum=30)
     if disk is not None and disk > MAX_OS_DISK_GB:
         raise ConfigError(join(path, "osDiskSizeGb"), f"must be <= {MAX_OS_DISK_GB}, got {disk}")

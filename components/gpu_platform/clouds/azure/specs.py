@@ -10,11 +10,13 @@ disable_local_accounts, api_server_access_profile, ...)``; enum values are the S
 """
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any, Optional
 
 from ... import catalog, labels
 from ...pools import GpuPool
+from ...provisioning import RESERVATION
 from .names import SYSTEM_POOL_NAME
 
 GPU_DRIVER_INSTALL = "Install"
@@ -140,6 +142,33 @@ def node_taints(pool: GpuPool) -> list[str]:
     return [t.as_string() for t in aks_pool(pool).taints]
 
 
+CAPACITY_RESERVATION_GROUP_ID = re.compile(
+    r"^(/subscriptions/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/resourceGroups/[-\w._()]{1,90})"
+    r"/providers/Microsoft\.Compute/capacityReservationGroups/[-\w._]{1,80}$", re.IGNORECASE)
+"""An Azure capacity reservation group's resource id (Azure resource ids are case-insensitive)."""
+CONTRIBUTOR_ROLE = "b24988ac-6180-42a0-ab88-20f7382dd24c"
+"""Built-in role "Contributor": what AKS asks of the cluster's user-assigned identity on the capacity reservation
+group's resource group before a pool may use the group (AKS ``use-capacity-reservation-groups.md``; a
+system-assigned identity does not work)."""
+
+
+def capacity_reservation_group_problem(value: str) -> Optional[str]:
+    """Why ``value`` is not a capacity reservation group resource id, or None."""
+    if CAPACITY_RESERVATION_GROUP_ID.match(value):
+        return None
+    return (f"'{value}' is not a capacity reservation group id such as /subscriptions/<subscription id>/"
+            "resourceGroups/<group>/providers/Microsoft.Compute/capacityReservationGroups/<name>")
+
+
+def capacity_reservation_group_scope(value: str) -> str:
+    """The resource group id (``/subscriptions/.../resourceGroups/<group>``) of a capacity reservation group id: where
+    the cluster identity needs Contributor."""
+    found = CAPACITY_RESERVATION_GROUP_ID.match(value)
+    if found is None:
+        raise ValueError(capacity_reservation_group_problem(value))
+    return found.group(1)
+
+
 def agent_pool_properties(
     pool: GpuPool,
     *,
@@ -155,7 +184,9 @@ def agent_pool_properties(
     """The ``AgentPool`` arguments of a GPU pool (plain values; cluster, group and subnet are added by the caller).
 
     Autoscaled between the pool's min and max (the AKS cluster autoscaler), tainted and labelled from the
-    `GpuPool`, spot settings only on spot pools (AKS rejects an eviction policy on regular pools).
+    `GpuPool`, spot settings only on spot pools (AKS rejects an eviction policy on regular pools), and on reservation
+    pools the capacity reservation group (``capacity_reservation_group_id``: AKS associates the pool's scale set with
+    the group; attaching it to an existing pool reimages the nodes).
     """
     count = pool.min_nodes if initial_nodes is None else initial_nodes
     props: dict[str, Any] = {
@@ -179,6 +210,8 @@ def agent_pool_properties(
         props["spot_max_price"] = DEFAULT_SPOT_MAX_PRICE if spot_max_price is None else spot_max_price
     elif spot_max_price is not None or spot_eviction_policy is not None:
         raise ValueError(f"pool {pool.name}: spot max price and eviction policy apply to spot pools only")
+    if pool.provisioning == RESERVATION:
+        props["capacity_reservation_group_id"] = pool.reservation
     mig = gpu_instance_profile(pool, driver)
     if mig:
         props["gpu_instance_profile"] = mig

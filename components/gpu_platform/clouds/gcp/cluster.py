@@ -33,8 +33,8 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ... import catalog, control_plane
-from ...component_args import DNS_LABEL, KUBERNETES_VERSION, NON_EMPTY, Args, Rule, at_least, between, choice, matching
+from ... import catalog, control_plane, provisioning
+from ...component_args import DNS_LABEL, KUBERNETES_VERSION, Args, Rule, at_least, between, choice, matching
 from ...config import PlatformConfig
 from ...kube.common import child_opts, metadata
 from ...pools import GpuPool, GpuPoolSpec
@@ -117,12 +117,10 @@ class GkeGpuPoolArgs(TypedDict, total=False):
     service_account: Optional[pulumi.Input[str]]
     """Node service account email. Default: the cluster's node account (standalone: Compute Engine's default)."""
     reservation_affinity: Optional[str]
-    """``NO_RESERVATION``, ``ANY_RESERVATION``, ``SPECIFIC_RESERVATION`` or ``ANY_RESERVATION_THEN_FAIL``.
-    Default: ``SPECIFIC_RESERVATION`` with ``reservations``, else GCE's default. Spot pools take only
-    ``NO_RESERVATION``."""
-    reservations: list[str]
-    """Reservation names (``name`` or ``name/reservationBlocks/block``); only with ``SPECIFIC_RESERVATION``.
-    Required on machine types sold through reservations only (``a4x-highgpu-4g``)."""
+    """On-demand pools: ``NO_RESERVATION``, ``ANY_RESERVATION`` or ``ANY_RESERVATION_THEN_FAIL``. Default: GCE's.
+    Other pools' affinity follows ``pool.provisioning``: ``reservation`` consumes ``pool.reservation``
+    (``SPECIFIC_RESERVATION``; ``name`` or ``name/reservationBlocks/block``, required on machine types sold through
+    reservations only, ``a4x-highgpu-4g``), Spot, ``flex-start`` and ``queued`` consume none (``NO_RESERVATION``)."""
     compact_placement: bool
     """COMPACT placement policy; needs exactly one zone. Default: true for RDMA pools, multi-node NVLink pools (which
     refuse false) and with ``placement_policy_name``."""
@@ -283,7 +281,6 @@ POOL_RULES: dict[str, Rule] = {
     "image_type": choice(*gcp_options.IMAGE_TYPES),
     "service_account": EMAIL,
     "reservation_affinity": choice(*gcp_options.RESERVATION_AFFINITIES),
-    "reservations[]": NON_EMPTY,
     "placement_policy_name": RESOURCE_NAME,
     "disk_size_gb": at_least(10),
     "disk_type": DISK_TYPE,
@@ -469,7 +466,7 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
     if desired is not None and not pool.min_nodes <= desired <= pool.max_nodes:
         checker.fail(at("desired_nodes"), f"must be between the pool's min_nodes ({pool.min_nodes}) and max_nodes "
                                           f"({pool.max_nodes}), got {desired}")
-    _check_reservations(checker, args, at, pool)
+    _check_capacity(checker, args, at, pool)
     _check_tpu(checker, args, at, pool, location)
     if args.get("placement_policy_name") and args.get("compact_placement") is False:
         checker.fail(at("compact_placement"), "placement_policy_name is a compact placement policy; remove one")
@@ -525,18 +522,9 @@ def _check_dra(checker: Args, args: dict, at: Any, pool: GpuPool) -> None:
 
 
 def _check_rack(checker: Args, args: dict, at: Any, pool: GpuPool, location: Any) -> None:
-    """Reservation-only machine types consume a named reservation; a multi-node NVLink pool is one NVLink domain
-    placed by a workload policy (created in the region of its one zone unless ``placement_policy_name`` names
-    one)."""
+    """A multi-node NVLink pool is one NVLink domain placed by a workload policy (created in the region of its one
+    zone unless ``placement_policy_name`` names one)."""
     shape = catalog.SHAPES[("gcp", pool.instance_type)]
-    if shape.capacity == "reservation":
-        if pool.spot:
-            checker.fail(at("pool.spot"), f"{shape.name} is sold through reservations only, which Spot VMs cannot "
-                                          "consume")
-        elif not args.get("reservations"):
-            checker.fail(at("reservations"), f"{shape.name} is sold through reservations only (Compute Engine GPU "
-                                             "machine types); name yours ('<reservation>' or "
-                                             "'<reservation>/reservationBlocks/<block>')")
     if not shape.multi_node_nvlink:
         return
     if args.get("compact_placement") is False:
@@ -582,22 +570,40 @@ def _check_tpu(checker: Args, args: dict, at: Any, pool: GpuPool, location: Any)
                                            f"{len(zones) or 'GKE default'}; set node_locations to one zone")
 
 
-def _check_reservations(checker: Args, args: dict, at: Any, pool: GpuPool) -> None:
-    affinity, reservations = args.get("reservation_affinity"), args.get("reservations") or []
-    if reservations and affinity not in (None, "SPECIFIC_RESERVATION"):
-        checker.fail(at("reservation_affinity"), f"named reservations need SPECIFIC_RESERVATION, not {affinity}")
-    if affinity == "SPECIFIC_RESERVATION" and not reservations:
-        checker.fail(at("reservations"), "SPECIFIC_RESERVATION needs at least one reservation name")
-    if pool.spot and affinity not in (None, "NO_RESERVATION"):
-        checker.fail(at("reservation_affinity"), "Spot VMs cannot consume reservations; use NO_RESERVATION or a "
-                                                 "pool without spot")
-    if pool.spot and reservations:
-        checker.fail(at("reservations"), "Spot VMs cannot consume reservations")
+_COMPONENT_KEYS = {"provisioning": "pool.provisioning", "reservation": "pool.reservation",
+                   "min_nodes": "pool.min_nodes", "max_nodes": "pool.max_nodes", "spot": "pool.spot"}
+
+
+def _check_capacity(checker: Args, args: dict, at: Any, pool: GpuPool) -> None:
+    """How the pool's VMs are bought (``pool.provisioning``): a mode GKE has, a reservation exactly with
+    ``reservation``, and the rules GKE imposes on each (`gcp_options.capacity_problem`)."""
+    spec = args["pool"]
+    shape = catalog.SHAPES[("gcp", pool.instance_type)]
+    for problem in (provisioning.spot_alias_problem(spec.get("spot"), spec.get("provisioning")),
+                    provisioning.mode_problem("gcp", pool.provisioning),
+                    provisioning.reservation_problem(pool.provisioning, pool.reservation),
+                    gcp_options.capacity_problem(
+                        mode=pool.provisioning, instance_type=pool.instance_type, min_nodes=pool.min_nodes,
+                        max_nodes=pool.max_nodes, desired_nodes=args.get("desired_nodes"),
+                        affinity=args.get("reservation_affinity"),
+                        compact=uses_compact_placement(args, pool) and not shape.tpu_topologies,
+                        spell=lambda key: _COMPONENT_KEYS.get(key, key))):
+        if problem is not None:
+            checker.fail(at(_COMPONENT_KEYS.get(problem[0], problem[0])), problem[1])
+
+
+def _refuse_reservations(checker: Args, raw: Any, path: str) -> None:
+    """``reservations`` (a list) became ``pool.provisioning`` ``reservation`` with ``pool.reservation``."""
+    if isinstance(raw, dict) and "reservations" in raw:
+        checker.fail(f"{path}.reservations" if path else "reservations",
+                     "replaced by pool.provisioning 'reservation' with pool.reservation '<name>' (or "
+                     "'<name>/reservationBlocks/<block>')")
 
 
 def check_node_pool_args(name: str, raw: Any) -> dict[str, Any]:
     """`GkeGpuNodePool`'s args, checked and normalised (`ConfigError` naming the argument otherwise)."""
     checker = Args("GkeGpuNodePool", name, cloud="gcp")
+    _refuse_reservations(checker, raw, "")
     args = checker.check(raw, GkeGpuNodePoolArgs, NODE_POOL_RULES)
     check_pool_entry(checker, args, "", args["location"], standalone=True)
     return args
@@ -606,6 +612,8 @@ def check_node_pool_args(name: str, raw: Any) -> dict[str, Any]:
 def check_cluster_args(name: str, raw: Any) -> dict[str, Any]:
     """`GkeCluster`'s args, checked and normalised, every ``gpu_pools`` entry included."""
     checker = Args("GkeCluster", name, cloud="gcp")
+    for i, entry in enumerate(raw.get("gpu_pools") or [] if isinstance(raw, dict) else []):
+        _refuse_reservations(checker, entry, f"gpu_pools[{i}]")
     args = checker.check(raw, GkeClusterArgs, CLUSTER_RULES)
     region = args["region"]
     zone = args.get("zone")
@@ -979,8 +987,11 @@ class GkeCluster(pulumi.ComponentResource):
 
 class GkeGpuNodePool(pulumi.ComponentResource):
     """One GPU node pool: accelerators and driver from the catalog, the GPU taint and the platform's labels set
-    explicitly, GKE sharing/MIG when GKE runs the device plugin, autoscaling, Spot, reservations, and COMPACT
-    placement plus the extra GPU NICs for GPUDirect pools."""
+    explicitly, GKE sharing/MIG when GKE runs the device plugin, autoscaling, how the VMs are bought
+    (``pool.provisioning``: Spot, a named reservation, or Dynamic Workload Scheduler's flex-start and queued
+    provisioning, `gcp_options.capacity_problem`), and COMPACT placement plus the extra GPU NICs for GPUDirect
+    pools. ``pool`` is the `GpuPool` the Kubernetes layer takes: a queued pool's carries GKE's
+    ``cloud.google.com/gke-queued`` taint."""
 
     node_pool_id: pulumi.Output[str]
     node_pool_name: pulumi.Output[str]
@@ -993,8 +1004,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         zones = list(_get(args, "node_locations", []))
         driver = pool_driver_version(args, pool)
         disabled_plugin = _get(args, "disable_gke_device_plugin", pool.dra)
-        reservations = tuple(_get(args, "reservations", []))
-        affinity = args.get("reservation_affinity") or ("SPECIFIC_RESERVATION" if reservations else None)
+        affinity, reservations = gcp_pools.consumed_reservation(pool, args.get("reservation_affinity"))
         shape = catalog.SHAPES[("gcp", pool.instance_type)]
         if shape.tpu_topologies:
             self._tpu_pool(name, args, pool, shape, zones, affinity, reservations, opts)
@@ -1011,6 +1021,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             "taint_config": gcp_pools.taint_config(pool),
             "labels": gcp_pools.node_labels(pool, disabled_plugin),
             "spot": pool.spot or None,
+            **gcp_pools.dws_node_config(pool),
             "reservation_affinity": gcp_pools.reservation_affinity(affinity, reservations),
             "service_account": args.get("service_account"),
             "oauth_scopes": gcp_pools.OAUTH_SCOPES,
@@ -1052,13 +1063,16 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             initial_node_count=gcp_pools.initial_node_count(
                 pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", _default_zone_count(args))),
             autoscaling=gcp_pools.autoscaling(pool),
-            management={"auto_repair": True, "auto_upgrade": True},
+            management=gcp_pools.management(pool),
+            queued_provisioning=gcp_pools.queued_provisioning(pool),
             placement_policy=placement_policy,
             network_config=network_config,
             node_config={k: v for k, v in node_config.items() if v is not None},
             # Accelerator quota and reservations rarely hold two copies of a pool: replace by deleting first.
             opts=child_opts(self, opts, delete_before_replace=True),
         )
+        # What the Kubernetes layer sees: a queued pool's workloads tolerate the taint GKE puts on its nodes.
+        self.pool = gcp_pools.with_cloud_taints(self.pool)
         self.node_pool_id = self.node_pool.id
         self.node_pool_name = self.node_pool.name
         self.register_outputs({"node_pool_id": self.node_pool_id, "node_pool_name": self.node_pool_name})
@@ -1080,6 +1094,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             "taints": gcp_pools.taints(pool),
             "labels": gcp_pools.node_labels(pool, False),
             "spot": pool.spot or None,
+            **gcp_pools.dws_node_config(pool),
             "reservation_affinity": gcp_pools.reservation_affinity(affinity, reservations),
             "service_account": args.get("service_account"),
             "oauth_scopes": gcp_pools.OAUTH_SCOPES,

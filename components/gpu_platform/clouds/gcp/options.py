@@ -21,16 +21,34 @@ excluded). A stack with such a pool runs its GPU pools on COS with Google's COS 
 none shows the operator's driver container on GKE's arm64 Ubuntu, GKE's DRA page installs the COS installer itself,
 and GPUDirect-RDMA's NCCL plugin expects the driver where that installer puts it (/home/kubernetes/bin/nvidia).
 A4X is sold through reservations only (Compute Engine "GPU machine types": "When provisioning A4X instances, you
-must reserve capacity"), so its pools name theirs (``reservations``).
+must reserve capacity"), so its pools are ``provisioning: reservation`` with their ``reservation``.
+
+How a pool's VMs are bought (``nodePools[].provisioning``, `gpu_platform.provisioning`) sets GKE node pool inputs
+(`capacity_problem` holds the rules GKE imposes, `gcp_pools` the inputs):
+
+- ``reservation``: ``reservation_affinity`` ``SPECIFIC_RESERVATION`` with key
+  ``compute.googleapis.com/reservation-name`` and the pool's ``reservation`` (``name`` or
+  ``name/reservationBlocks/block``).
+- ``spot``: ``node_config.spot``, ``NO_RESERVATION``, autoscaling location policy ``ANY``.
+- ``flex-start`` (Dynamic Workload Scheduler, "About GPU obtainability with flex-start"):
+  ``node_config.flex_start``, ``NO_RESERVATION``, location policy ``ANY``, no auto-repair; an autoscaled pool (not
+  a fixed size), not Spot, and COMPACT only on A3 Ultra, A4 and H4D (cluster-toolkit
+  ``modules/compute/gke-node-pool`` preconditions).
+- ``queued`` ("Run a large-scale workload with flex-start with queued provisioning"): flex-start plus
+  ``queued_provisioning.enabled``; total minimum 0, ``NO_RESERVATION``, no COMPACT placement, no auto-repair, no
+  auto-upgrade (cluster-toolkit ``dws-flex-start-queued-provisioning`` blueprint); GKE taints the nodes
+  ``cloud.google.com/gke-queued=true:NoSchedule``, which the pool's workloads tolerate (`gcp_pools.with_cloud_taints`).
+- ``on-demand``: ``reservationAffinity`` (``NO_RESERVATION``, ``ANY_RESERVATION``, ``ANY_RESERVATION_THEN_FAIL``)
+  still chooses whether the VMs may use matching reservations.
 """
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ... import catalog, control_plane
+from ... import catalog, control_plane, provisioning
 from ...config import (
     ConfigError,
     as_mapping,
@@ -39,12 +57,11 @@ from ...config import (
     read_bool,
     read_enum,
     read_int,
-    read_list,
     read_str,
 )
 from ...control_plane import ControlPlaneSecurity
 from ...pools import DRA
-from .pools import nvlink_topology
+from .pools import DWS_MODES, FLEX_START_COMPACT_MACHINES, nvlink_topology
 
 CLUSTER_KEYS = {
     "project", "zone", "releaseChannel", "network", "subnetwork", "podsRangeName", "servicesRangeName",
@@ -52,9 +69,13 @@ CLUSTER_KEYS = {
     "deletionProtection", "managedDcgm", "proxyOnlyCidr", *control_plane.KEYS,
 }
 POOL_KEYS = {
-    "gpuDriverVersion", "imageType", "reservationAffinity", "reservations", "compactPlacement",
+    "gpuDriverVersion", "imageType", "reservationAffinity", "compactPlacement",
     "placementPolicyName", "diskSizeGb", "diskType", "serviceAccount", "tpuTopology",
 }
+RENAMED_POOL_KEYS = {
+    "reservations": "provisioning: reservation with reservation: <name> (or <name>/reservationBlocks/<block>)",
+}
+"""Pool keys of earlier releases and what replaced them (refused before the unknown-key check, naming the new keys)."""
 SYSTEM_POOL_KEYS = {"machineType", "minNodes", "maxNodes", "diskSizeGb"}
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
@@ -74,6 +95,8 @@ COS = "COS_CONTAINERD"
 UBUNTU = "UBUNTU_CONTAINERD"
 IMAGE_TYPES = (COS, UBUNTU)
 RESERVATION_AFFINITIES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION", "ANY_RESERVATION_THEN_FAIL")
+"""``reservation_affinity.consume_reservation_type`` values of pulumi_gcp 10.2.0; a pool gives one of them only when
+on demand, and never ``SPECIFIC_RESERVATION`` (that is ``provisioning: reservation``)."""
 SYSTEM_POOL_NAME = "system"
 NODE_POOL_NAME_MAX = 40
 # GKE spreads a regional cluster's nodes over three zones unless node locations are given.
@@ -159,10 +182,8 @@ class GcpPoolOptions:
     """``COS_CONTAINERD`` or ``UBUNTU_CONTAINERD`` (None: COS, or Ubuntu when the GPU Operator's driver container
     installs the driver; COS in a GPU Operator stack with an arm64 pool, where Google's COS driver installer does)."""
     reservation_affinity: Optional[str] = None
-    """Reservation consumption; ``SPECIFIC_RESERVATION`` when ``reservations`` are named (None: GCE's default)."""
-    reservations: tuple[str, ...] = ()
-    """Names of specific reservations (``name`` or ``name/reservationBlocks/block``); required on machine types sold
-    through reservations only (``a4x-highgpu-4g``)."""
+    """``reservationAffinity`` of an on-demand pool: ``NO_RESERVATION``, ``ANY_RESERVATION`` or
+    ``ANY_RESERVATION_THEN_FAIL`` (None: GCE's default). Other modes set it (`gcp_pools.consumed_reservation`)."""
     compact_placement: Optional[bool] = None
     """COMPACT placement policy (None: on for RDMA pools and multi-node NVLink pools, which refuse false). Needs
     exactly one zone."""
@@ -286,6 +307,66 @@ def managed_partitioning(gpu_software: str) -> bool:
 def disables_gke_device_plugin(gpu_software: str) -> bool:
     """NVIDIA's own device plugin (chart or operator) replaces GKE's; two plugins would both advertise GPUs."""
     return gpu_software != "cloud-managed"
+
+
+_STACK_KEYS = {"min_nodes": "minNodes", "max_nodes": "maxNodes", "desired_nodes": "desiredNodes",
+               "reservation_affinity": "reservationAffinity", "compact_placement": "compactPlacement"}
+
+
+def _stack_key(key: str) -> str:
+    return _STACK_KEYS.get(key, key)
+
+
+def capacity_problem(*, mode: str, instance_type: str, min_nodes: int, max_nodes: int, desired_nodes: Optional[int],
+                     affinity: Optional[str], compact: bool,
+                     spell: Callable[[str], str]) -> Optional[tuple[str, str]]:
+    """``(key, problem)`` of the first rule GKE imposes on how a pool's VMs are bought, or None. One rule set for the
+    stack file (``spell`` gives camelCase keys) and the components (``spell`` gives the argument's path); keys are
+    snake_case (``min_nodes``, ``reservation_affinity``...). ``mode``: the pool's ``provisioning``; ``affinity``: the
+    ``reservationAffinity`` given (None: none); ``compact``: the pool gets a COMPACT placement policy (never said of
+    a TPU pool, which a multi-host slice's topology places)."""
+    shape = catalog.SHAPES.get(("gcp", instance_type))
+    if shape is not None and shape.capacity == "reservation" and mode != provisioning.RESERVATION:
+        return spell("provisioning"), (f"{instance_type} is sold through reservations only (Compute Engine GPU "
+                                       f"machine types), not {mode}; set {spell('provisioning')}: reservation and "
+                                       f"{spell('reservation')}: <reservation> or <reservation>/reservationBlocks/"
+                                       "<block>")
+    if affinity == "SPECIFIC_RESERVATION":
+        return spell("reservation_affinity"), (f"a specific reservation is {spell('provisioning')}: reservation with "
+                                               f"{spell('reservation')}: <name>; remove "
+                                               f"{spell('reservation_affinity')}")
+    if affinity is not None and mode == provisioning.RESERVATION:
+        return spell("reservation_affinity"), (f"{spell('provisioning')}: reservation consumes the named reservation "
+                                               f"(SPECIFIC_RESERVATION); remove {spell('reservation_affinity')}")
+    if affinity not in (None, "NO_RESERVATION") and mode == provisioning.SPOT:
+        return spell("reservation_affinity"), "Spot VMs cannot consume reservations; use NO_RESERVATION or another " \
+                                              "provisioning"
+    if affinity not in (None, "NO_RESERVATION") and mode in DWS_MODES:
+        return spell("reservation_affinity"), (f"{mode} VMs come from Dynamic Workload Scheduler, not from "
+                                               "reservations (GKE requires NO_RESERVATION); remove "
+                                               f"{spell('reservation_affinity')}")
+    if mode == provisioning.QUEUED:
+        if min_nodes:
+            return spell("min_nodes"), (f"GKE adds queued-provisioning nodes only for a ProvisioningRequest and "
+                                        f"removes them after, so the pool's total minimum is 0: set "
+                                        f"{spell('min_nodes')}: 0, got {min_nodes}")
+        if desired_nodes:
+            return spell("desired_nodes"), (f"GKE adds queued-provisioning nodes only for a ProvisioningRequest; "
+                                            f"remove {spell('desired_nodes')} ({desired_nodes})")
+        if compact:
+            return spell("compact_placement"), (f"GKE does not place queued-provisioning nodes COMPACT (except TPUs); "
+                                                f"set {spell('compact_placement')}: false or use another "
+                                                "provisioning")
+    if mode == provisioning.FLEX_START:
+        if min_nodes == max_nodes:
+            return spell("max_nodes"), (f"flex-start VMs come when capacity is found and live at most 7 days, so "
+                                        f"the pool autoscales: set {spell('min_nodes')} below {spell('max_nodes')}, "
+                                        f"got {min_nodes}-{max_nodes}")
+        if compact and not instance_type.startswith(FLEX_START_COMPACT_MACHINES):
+            return spell("compact_placement"), (f"GKE places flex-start VMs COMPACT only on A3 Ultra, A4 and H4D, "
+                                                f"not {instance_type}; set {spell('compact_placement')}: false or "
+                                                "use another provisioning")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -505,22 +586,10 @@ def _parse_tpu_topology(raw: Mapping, path: str, pool: Any, shape: Any) -> Optio
     return topology
 
 
-def _check_rack_pool(raw: Mapping, path: str, pool: Any, shape: Any, reservations: tuple[str, ...]) -> None:
-    """A machine type sold through reservations only names its reservation; a multi-node NVLink pool is placed by a
-    workload policy (Compute Engine, "About workload policies in MIGs": required for A4X), one NVLink domain per
-    pool (accelerator topology ``1x72``: 18 VMs)."""
-    if shape is None:
-        return
-    if shape.capacity == "reservation":
-        if pool.spot:
-            raise ConfigError(join(path, "spot"), f"{shape.name} is sold through reservations only, which Spot VMs "
-                                                  "cannot consume; remove spot")
-        if not reservations:
-            raise ConfigError(join(path, "reservations"), f"{shape.name} is sold through reservations only (Compute "
-                                                          "Engine GPU machine types); name yours: reservations: "
-                                                          "[<reservation>] or [<reservation>/reservationBlocks/"
-                                                          "<block>]")
-    if not shape.multi_node_nvlink:
+def _check_rack_pool(raw: Mapping, path: str, pool: Any, shape: Any) -> None:
+    """A multi-node NVLink pool is placed by a workload policy (Compute Engine, "About workload policies in MIGs":
+    required for A4X), one NVLink domain per pool (accelerator topology ``1x72``: 18 VMs)."""
+    if shape is None or not shape.multi_node_nvlink:
         return
     if raw.get("compactPlacement") is False:
         raise ConfigError(join(path, "compactPlacement"), f"{shape.name} forms its {shape.nvlink_domain_gpus}-GPU "
@@ -537,32 +606,25 @@ def _check_rack_pool(raw: Mapping, path: str, pool: Any, shape: Any, reservation
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoolOptions:
     """Pool keys that only need the pool itself."""
     topology = _parse_tpu_topology(raw, path, pool, shape)
-    reservations = tuple(str(r) for r in read_list(raw, "reservations", path))
     affinity = read_enum(raw, "reservationAffinity", path, RESERVATION_AFFINITIES, None)
-    if reservations and affinity not in (None, "SPECIFIC_RESERVATION"):
-        raise ConfigError(join(path, "reservationAffinity"),
-                          f"named reservations need SPECIFIC_RESERVATION, not {affinity}")
-    if affinity == "SPECIFIC_RESERVATION" and not reservations:
-        raise ConfigError(join(path, "reservations"), "SPECIFIC_RESERVATION needs at least one reservation name")
-    if reservations:
-        affinity = "SPECIFIC_RESERVATION"
-    _check_rack_pool(raw, path, pool, shape, reservations)
-    if pool.spot:
-        if affinity not in (None, "NO_RESERVATION"):
-            raise ConfigError(join(path, "reservationAffinity"), "Spot VMs cannot consume reservations; "
-                                                                 "use NO_RESERVATION or spot: false")
-        affinity = "NO_RESERVATION"
+    _check_rack_pool(raw, path, pool, shape)
     policy = read_str(raw, "placementPolicyName", path, None)
     if policy is not None and not RESOURCE_NAME.match(policy):
         raise ConfigError(join(path, "placementPolicyName"), f"'{policy}' is not a resource policy name")
     compact = read_bool(raw, "compactPlacement", path, True) if "compactPlacement" in raw else None
     if policy is not None and compact is False:
         raise ConfigError(join(path, "compactPlacement"), "placementPolicyName is a compact placement policy")
+    placed = policy is not None or (compact if compact is not None else pool.rdma or multi_node_nvlink(pool))
+    problem = capacity_problem(
+        mode=pool.provisioning, instance_type=pool.instance_type, min_nodes=pool.min_nodes,
+        max_nodes=pool.max_nodes, desired_nodes=pool.desired_nodes, affinity=affinity,
+        compact=placed and not (shape is not None and shape.tpu_topologies), spell=_stack_key)
+    if problem is not None:
+        raise ConfigError(join(path, problem[0]), problem[1])
     return GcpPoolOptions(
         gpu_driver_version=read_enum(raw, "gpuDriverVersion", path, DRIVER_VERSIONS, None),
         image_type=read_enum(raw, "imageType", path, IMAGE_TYPES, None),
         reservation_affinity=affinity,
-        reservations=reservations,
         compact_placement=compact,
         placement_policy_name=policy,
         disk_size_gb=read_int(raw, "diskSizeGb", path, GcpPoolOptions.disk_size_gb, minimum=10),
@@ -594,7 +656,6 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "gpu_driver_version": options.gpu_driver_version,
         "image_type": options.image_type,
         "reservation_affinity": options.reservation_affinity,
-        "reservations": list(options.reservations) or None,
         "compact_placement": options.compact_placement,
         "placement_policy_name": options.placement_policy_name,
         "disk_type": options.disk_type,

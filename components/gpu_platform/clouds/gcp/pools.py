@@ -7,9 +7,11 @@ component stays a thin wrapper and the rules are unit-tested without the engine.
 
 import json
 import math
+from dataclasses import replace
 from typing import Any, Optional
 
-from ... import catalog, labels
+from ... import catalog, labels, provisioning
+from ...labels import Taint
 from ...pools import GpuPool
 
 # GKE's node pools take the API enum for taint effects, as EKS does.
@@ -56,10 +58,62 @@ def guest_accelerator(pool: GpuPool, accelerator: str, driver_version: str, gke_
     return out
 
 
+GKE_QUEUED_TAINT = Taint(labels.GKE_QUEUED_TAINT_KEY, "true", "NoSchedule")
+"""The taint GKE puts on queued-provisioning nodes; cluster-toolkit's ``gke-node-pool`` also labels the nodes with
+its key (``true``) for node selectors, as GKE sets the taint, not the label."""
+DWS_MODES = (provisioning.FLEX_START, provisioning.QUEUED)
+"""Dynamic Workload Scheduler's modes: both are flex-start VMs (GKE's queued provisioning page: a queued pool takes
+``--flex-start`` and ``--enable-queued-provisioning``)."""
+FLEX_START_COMPACT_MACHINES = ("a3-ultragpu-", "a4-", "h4d-")
+"""Machine type prefixes on which flex-start VMs may be placed COMPACT (cluster-toolkit ``gke-node-pool``
+precondition: "Compact placement with DWS Flex start is only supported for A3 Ultra, A4, and H4D machine types")."""
+
+
 def taints(pool: GpuPool) -> list[dict]:
     """Every taint of the pool, declared explicitly (GKE adds the GPU taint only in some cases, and an implicit
-    one makes later updates want to recreate the pool: cluster-toolkit PR #1285)."""
-    return [{"key": t.key, "value": t.value, "effect": labels.EFFECT_TO_API_ENUM[t.effect]} for t in pool.taints]
+    one makes later updates want to recreate the pool: cluster-toolkit PR #1285), except GKE's queued-provisioning
+    taint, which GKE applies itself (cluster-toolkit does not declare it either)."""
+    return [{"key": t.key, "value": t.value, "effect": labels.EFFECT_TO_API_ENUM[t.effect]} for t in pool.taints
+            if t != GKE_QUEUED_TAINT]
+
+
+def with_cloud_taints(pool: GpuPool) -> GpuPool:
+    """The pool the Kubernetes layer sees: a queued pool carries GKE's ``cloud.google.com/gke-queued=true:NoSchedule``
+    among its cloud taints, so its Kueue flavor and workloads tolerate it."""
+    if pool.provisioning != provisioning.QUEUED or GKE_QUEUED_TAINT in pool.taints:
+        return pool
+    return replace(pool, extra_taints=(*pool.extra_taints, GKE_QUEUED_TAINT))
+
+
+def consumed_reservation(pool: GpuPool, affinity: Optional[str]) -> tuple[Optional[str], tuple[str, ...]]:
+    """``(consume_reservation_type, reservation names)`` of a pool: ``provisioning: reservation`` consumes its named
+    reservation (``SPECIFIC_RESERVATION``); Spot and Dynamic Workload Scheduler VMs consume none (``NO_RESERVATION``,
+    what GKE's flex-start and queued pages and cluster-toolkit require); an on-demand pool takes ``affinity`` (None:
+    GCE's default)."""
+    if pool.provisioning == provisioning.RESERVATION:
+        return "SPECIFIC_RESERVATION", (pool.reservation,)
+    if pool.provisioning == provisioning.ON_DEMAND:
+        return affinity, ()
+    return "NO_RESERVATION", ()
+
+
+def dws_node_config(pool: GpuPool) -> dict:
+    """``node_config`` settings of a Dynamic Workload Scheduler pool: ``flex_start`` on flex-start and queued pools
+    (GKE's queued-provisioning page: "you have to add the --flex-start and --enable-queued-provisioning flags")."""
+    return {"flex_start": True} if pool.provisioning in DWS_MODES else {}
+
+
+def queued_provisioning(pool: GpuPool) -> Optional[dict]:
+    """``queued_provisioning``: nodes only through ProvisioningRequests (Kueue's ``queued-provisioning.gke.io``)."""
+    return {"enabled": True} if pool.provisioning == provisioning.QUEUED else None
+
+
+def management(pool: GpuPool) -> dict:
+    """``management``: auto-repair and auto-upgrade, except that flex-start VMs are not repaired (cluster-toolkit
+    ``gke-node-pool``: "enable_flex_start needs node auto_repair set to false"; GKE's pages pass
+    ``--no-enable-autorepair``) and queued nodes are not upgraded under a running job (cluster-toolkit's
+    ``dws-flex-start-queued-provisioning`` blueprint: ``auto_upgrade: false # queued provisioning requirement``)."""
+    return {"auto_repair": pool.provisioning not in DWS_MODES, "auto_upgrade": pool.provisioning != provisioning.QUEUED}
 
 
 def node_labels(pool: GpuPool, disable_gke_device_plugin: bool) -> dict[str, str]:
@@ -68,6 +122,8 @@ def node_labels(pool: GpuPool, disable_gke_device_plugin: bool) -> dict[str, str
     ``gke-no-default-nvidia-gpu-device-plugin=true`` and ``nvidia.com/gpu.present=true``), which NVIDIA's DRA
     kubelet plugin selects before any NFD label exists."""
     out = dict(pool.labels)
+    if pool.provisioning == provisioning.QUEUED:
+        out[labels.GKE_QUEUED_TAINT_KEY] = "true"  # GKE taints, not labels, these nodes (cluster-toolkit gke-node-pool)
     if disable_gke_device_plugin:
         out[labels.GKE_NO_DEFAULT_DEVICE_PLUGIN_LABEL] = "true"
     if pool.dra:
@@ -115,10 +171,11 @@ def initial_node_count(pool: GpuPool, desired: Optional[int], zones: int) -> int
 
 
 def autoscaling(pool: GpuPool) -> dict:
-    """Total (not per-zone) limits, so ``minNodes``/``maxNodes`` mean the whole pool; Spot pools scale in any
-    zone with capacity (``ANY``, GKE's recommendation for Spot)."""
+    """Total (not per-zone) limits, so ``minNodes``/``maxNodes`` mean the whole pool; Spot, flex-start and queued
+    pools scale in any zone with capacity (``ANY``: GKE's recommendation for Spot, ``--location-policy=ANY`` on its
+    flex-start and queued-provisioning pages)."""
     out: dict = {"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes}
-    if pool.spot:
+    if pool.spot or pool.provisioning in DWS_MODES:
         out["location_policy"] = "ANY"
     return out
 

@@ -23,6 +23,7 @@ from ...component_args import Args
 from ...config import PlatformConfig
 from ...kube.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
+from ...provisioning import RESERVATION
 from ..handle import ClusterHandle
 from . import cloud_init as oci_cloud_init
 from . import contract
@@ -66,11 +67,15 @@ def node_labels(pool: GpuPool, disable_oke_device_plugin: bool) -> list[dict[str
     return [{"key": k, "value": v} for k, v in sorted(node.items())]
 
 
-def placement_configs(availability_domains: list[str], subnet_id: str, preemptible: bool) -> list[dict]:
-    """One placement per availability domain, all in the (regional) worker subnet."""
+def placement_configs(availability_domains: list[str], subnet_id: str, preemptible: bool,
+                      capacity_reservation_id: Optional[str] = None) -> list[dict]:
+    """One placement per availability domain, all in the (regional) worker subnet; preemptible ones on spot pools,
+    each naming the pool's compute capacity reservation on reservation pools (OKE's "reserved capacity")."""
     placement = []
     for ad in availability_domains:
-        config = {"availability_domain": ad, "subnet_id": subnet_id}
+        config: dict = {"availability_domain": ad, "subnet_id": subnet_id}
+        if capacity_reservation_id:
+            config["capacity_reservation_id"] = capacity_reservation_id
         if preemptible:
             config["preemptible_node_config"] = {
                 "preemption_action": {"type": PREEMPTION_ACTION, "is_preserve_boot_volume": False}}
@@ -274,7 +279,9 @@ class OkeGpuNodePoolArgs(TypedDict, total=False):
     """Arguments of `OkeGpuNodePool`."""
 
     pool: Required[GpuPoolSpec]
-    """The GPU pool: shape (``instance_type``), sizes, labels, taints, sharing, RDMA fabric (``roce``), spot."""
+    """The GPU pool: shape (``instance_type``), sizes, labels, taints, sharing, RDMA fabric (``roce``), spot. With
+    ``provisioning`` ``reservation``, ``reservation`` is the compute capacity reservation OCID
+    (``ocid1.capacityreservation...``) every placement config names; the pool then names its one AD in ``zones``."""
     cluster_id: Required[pulumi.Input[str]]
     """OCID of the OKE cluster."""
     compartment_id: Required[pulumi.Input[str]]
@@ -327,6 +334,7 @@ class OkeGpuNodePool(pulumi.ComponentResource):
         pool = GpuPool.from_spec(args["pool"])
         rdma = pool.rdma_fabric == catalog.ROCE
         preemptible = pool.spot
+        reservation = pool.reservation if pool.provisioning == RESERVATION else None
         # The pool as published to the Kubernetes layer (RoCE pools carry their NCCL settings). Python-only: a
         # GpuPool has no schema form, so it carries no class-level annotation.
         self.gpu_pool: GpuPool = oci_rdma.with_roce_nccl_env(pool)
@@ -358,7 +366,7 @@ class OkeGpuNodePool(pulumi.ComponentResource):
                 lambda found: oci_images.pick_gpu_image(found[0], found[1]))
 
         placement = pulumi.Output.all(ads, args["worker_subnet_id"]).apply(
-            lambda found: placement_configs(list(found[0]), found[1], preemptible))
+            lambda found: placement_configs(list(found[0]), found[1], preemptible, reservation))
         node_config: dict = {
             "size": args.get("size", pool.min_nodes),
             "placement_configs": placement,

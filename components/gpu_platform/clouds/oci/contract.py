@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from ... import catalog, control_plane
 from ...component_args import Args, Rule, at_least, between
+from ...provisioning import RESERVATION
 from .options import (
     AD_NAME,
     MAX_AVAILABILITY_DOMAINS,
@@ -19,6 +20,7 @@ from .options import (
     image_problem,
     is_bare_metal,
     ocid_problem,
+    reservation_problem,
     vcn_cidr_problem,
 )
 
@@ -134,7 +136,8 @@ def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
 
 
 def check_pool(checker: Args, args: Mapping[str, Any]) -> None:
-    """RDMA pools: bare metal, not preemptible, an RDMA-ready image, one AD; ``compute_cluster_id`` only on RDMA
+    """RDMA pools: bare metal, not preemptible, an RDMA-ready image, one AD; reservation pools: a capacity
+    reservation OCID and one AD (`options.reservation_problem`); ``compute_cluster_id`` only on RDMA
     pools, and required on dedicated-capacity shapes (GB200/GB300 racks); an image on AMD and arm64 shapes
     (`options.image_problem`); ``preemptible`` agrees with the pool's ``spot`` and needs a VM shape; ``size`` within
     the bounds."""
@@ -165,6 +168,10 @@ def check_pool(checker: Args, args: Mapping[str, Any]) -> None:
     if rdma and len(args.get("zones", [])) > 1:
         checker.fail("zones", f"an RDMA pool's compute cluster lives in one availability domain, "
                               f"got {len(args['zones'])}")
+    if pool.get("provisioning") == RESERVATION:
+        problem = reservation_problem(pool.get("reservation", ""), len(args.get("zones", [])))
+        if problem is not None:
+            checker.fail("pool.reservation" if problem[0] == "reservation" else problem[0], problem[1])
     if "size" in args and not pool["min_nodes"] <= args["size"] <= pool["max_nodes"]:
         checker.fail("size", f"must be between pool.min_nodes ({pool['min_nodes']}) and pool.max_nodes "
                              f"({pool['max_nodes']}), got {args['size']}")

@@ -30,7 +30,12 @@ Pool keys (per ``nodePools[]`` entry), each an `OkeGpuNodePool` argument (`pool_
   Memory Fabric": "You must be a Dedicated Capacity customer"; memory clusters are used "in conjunction with, not
   instead of, compute clusters"). The platform neither creates nor resizes GPU memory clusters.
 - ``zones`` (shared key): AD numbers or AD names (``Uocm:US-ASHBURN-AD-2``) for this pool; one for RDMA pools.
-- ``spot`` (shared key) maps to OCI preemptible capacity, which OCI offers on VM shapes only.
+- ``spot`` / ``provisioning: spot`` (shared keys) map to OCI preemptible capacity, which OCI offers on VM shapes only.
+- ``provisioning: reservation`` with ``reservation: ocid1.capacityreservation...`` (shared keys): the nodes launch
+  into that compute capacity reservation (OKE's "reserved capacity" type: every placement config of the pool names
+  it). A reservation lives in one availability domain, so the pool names that one AD in ``zones``. On the
+  dedicated-capacity rack shapes the compute cluster (``computeClusterId``) stays required; a reservation is optional
+  there.
 """
 
 import ipaddress
@@ -39,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ... import catalog, control_plane
+from ... import catalog, control_plane, provisioning
 from ...config import ConfigError, join, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 from .network import SERVICES_CIDR
@@ -147,6 +152,25 @@ class OciPoolOptions:
     """Existing compute cluster an RDMA pool joins; None: the pool creates its own."""
     preemptible: bool = False
     """Preemptible capacity (the pool's ``spot``)."""
+    capacity_reservation_id: Optional[str] = None
+    """The pool's ``reservation`` with ``provisioning: reservation``: the compute capacity reservation OCID every
+    placement config names."""
+
+
+RESERVATION_KIND = "capacityreservation"
+"""The OCID kind of an OCI compute capacity reservation (``ocid1.capacityreservation.oc1...``)."""
+
+
+def reservation_problem(reservation: str, zones: int) -> Optional[tuple[str, str]]:
+    """``(key, problem)`` when a ``provisioning: reservation`` pool's reservation is not a capacity reservation OCID
+    or the pool is not placed in one AD (``zones``: how many the pool names), or None. Keys: ``reservation``,
+    ``zones``."""
+    if ocid_problem(reservation, RESERVATION_KIND) is not None:
+        return "reservation", ocid_problem(reservation, RESERVATION_KIND)
+    if zones != 1:
+        return "zones", ("name the one availability domain of the capacity reservation (a reservation lives in one "
+                         f"AD), got {zones}")
+    return None
 
 
 def _ad_number(value: Any, path: str) -> int:
@@ -267,6 +291,11 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> OciPoo
     if pool.rdma and len(zones) > 1:
         raise ConfigError(join(path, "zones"), f"an RDMA pool's compute cluster lives in one availability domain, "
                                                f"got {len(zones)}")
+    reserved = pool.provisioning == provisioning.RESERVATION
+    if reserved:
+        problem = reservation_problem(pool.reservation, len(zones))
+        if problem is not None:
+            raise ConfigError(join(path, problem[0]), problem[1])
     boot = read_int(raw, "bootVolumeSizeGiB", path, DEFAULT_BOOT_VOLUME_GIB, minimum=MIN_BOOT_VOLUME_GIB)
     if boot > MAX_BOOT_VOLUME_GIB:
         raise ConfigError(join(path, "bootVolumeSizeGiB"), f"must be <= {MAX_BOOT_VOLUME_GIB} (32 TB), got {boot}")
@@ -276,6 +305,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> OciPoo
         availability_domains=zones,
         compute_cluster_id=compute_cluster_id,
         preemptible=pool.spot,
+        capacity_reservation_id=pool.reservation if reserved else None,
     )
 
 
