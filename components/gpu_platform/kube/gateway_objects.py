@@ -36,7 +36,7 @@ from ..gateway_config import seconds
 from ..versions import ENVOY_GATEWAY_API_VERSION, GATEWAY_API_API_VERSION, GKE_NETWORKING_API_VERSION
 from . import namespace_security
 from .common import metadata
-from .monitoring_policies import namespace_peer
+from .monitoring_policies import ingress_policy, namespace_peer
 
 ENVOY_GATEWAY = "envoy-gateway"
 GKE = "gke"
@@ -261,14 +261,6 @@ def data_plane_peers(spec: GatewaySpec) -> list[dict[str, Any]]:
     return [namespace_peer(ENVOY_GATEWAY_NAMESPACE, ENVOY_POD_LABELS)]
 
 
-def _policy(name: str, namespace: str, pods: Optional[dict[str, str]], ingress: Optional[list[dict]]) -> dict:
-    spec: dict[str, Any] = {"podSelector": {"matchLabels": dict(pods)} if pods else {}, "policyTypes": ["Ingress"]}
-    if ingress is not None:
-        spec["ingress"] = ingress
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(name, namespace),
-            "spec": spec}
-
-
 def _tcp(*ports: int) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": port} for port in ports]
 
@@ -276,9 +268,9 @@ def _tcp(*ports: int) -> list[dict[str, Any]]:
 def gateway_network_policies(spec: GatewaySpec) -> list[dict[str, Any]]:
     """The Gateway's namespace runs no pod of its own; with an ACME issuer, cert-manager's HTTP-01 solver pods run
     there while a challenge is open, and the data plane must reach them."""
-    policies = [_policy("default-deny-ingress", spec.namespace, None, None)]
+    policies = [ingress_policy("default-deny-ingress", spec.namespace, None, None)]
     if spec.acme:
-        policies.append(_policy("allow-gateway-to-acme-solver", spec.namespace, None,
+        policies.append(ingress_policy("allow-gateway-to-acme-solver", spec.namespace, None,
                                 [{"from": data_plane_peers(spec), "ports": _tcp(ACME_SOLVER_PORT)}]))
     return policies
 
@@ -289,11 +281,11 @@ def envoy_gateway_network_policies() -> list[dict[str, Any]]:
     configuration from the controller, xDS on 18000), and to the controller's webhook from the API server."""
     ns = ENVOY_GATEWAY_NAMESPACE
     return [
-        _policy("default-deny-ingress", ns, None, None),
-        _policy("allow-same-namespace", ns, None, [{"from": [{"podSelector": {}}]}]),
-        _policy("allow-clients-to-envoy", ns, ENVOY_POD_LABELS,
+        ingress_policy("default-deny-ingress", ns, None, None),
+        ingress_policy("allow-same-namespace", ns, None, [{"from": [{"podSelector": {}}]}]),
+        ingress_policy("allow-clients-to-envoy", ns, ENVOY_POD_LABELS,
                 [{"ports": _tcp(HTTP_PORT + ENVOY_PORT_SHIFT, HTTPS_PORT + ENVOY_PORT_SHIFT)}]),
-        _policy("allow-api-server-to-webhook", ns, ENVOY_GATEWAY_POD_LABELS,
+        ingress_policy("allow-api-server-to-webhook", ns, ENVOY_GATEWAY_POD_LABELS,
                 [{"ports": _tcp(ENVOY_GATEWAY_WEBHOOK_PORT)}]),
     ]
 
@@ -304,9 +296,9 @@ def ai_gateway_network_policies() -> list[dict[str, Any]]:
     the API server."""
     ns = AI_GATEWAY_NAMESPACE
     return [
-        _policy("default-deny-ingress", ns, None, None),
-        _policy("allow-envoy-gateway", ns, None, [{"from": [namespace_peer(ENVOY_GATEWAY_NAMESPACE)]}]),
-        _policy("allow-api-server-to-webhook", ns, None, [{"ports": _tcp(AI_GATEWAY_WEBHOOK_PORT)}]),
+        ingress_policy("default-deny-ingress", ns, None, None),
+        ingress_policy("allow-envoy-gateway", ns, None, [{"from": [namespace_peer(ENVOY_GATEWAY_NAMESPACE)]}]),
+        ingress_policy("allow-api-server-to-webhook", ns, None, [{"ports": _tcp(AI_GATEWAY_WEBHOOK_PORT)}]),
     ]
 
 

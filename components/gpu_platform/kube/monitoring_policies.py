@@ -82,7 +82,9 @@ def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
     return namespace_peer(monitoring_namespace, PROMETHEUS_POD_LABELS)
 
 
-def _policy(name: str, namespace: str, pods: Optional[dict[str, str]], ingress: Optional[list[dict]]) -> dict:
+def ingress_policy(name: str, namespace: str, pods: Optional[dict[str, str]], ingress: Optional[list[dict]]) -> dict:
+    """A NetworkPolicy isolating ``pods`` (every pod of the namespace when None) for ingress, admitting ``ingress``
+    (none when None: a default deny)."""
     spec: dict[str, Any] = {"podSelector": {"matchLabels": dict(pods)} if pods else {}, "policyTypes": ["Ingress"]}
     if ingress is not None:
         spec["ingress"] = ingress
@@ -101,19 +103,20 @@ def network_policies(namespace: str, prometheus_clients: Sequence[str] = ()) -> 
     alertmanagers = {"podSelector": {"matchLabels": dict(ALERTMANAGER_POD_LABELS)}}
     cluster_ports = [{"protocol": protocol, "port": ALERTMANAGER_CLUSTER_PORT} for protocol in ("TCP", "UDP")]
     return [
-        _policy("default-deny-ingress", namespace, None, None),
-        _policy("allow-prometheus-scrape", namespace, None, [{"from": [prometheus]}]),
-        _policy("allow-prometheus-api", namespace, PROMETHEUS_POD_LABELS, [{
+        ingress_policy("default-deny-ingress", namespace, None, None),
+        ingress_policy("allow-prometheus-scrape", namespace, None, [{"from": [prometheus]}]),
+        ingress_policy("allow-prometheus-api", namespace, PROMETHEUS_POD_LABELS, [{
             "from": [grafana, *(namespace_peer(n) for n in sorted(set(prometheus_clients)))],
             "ports": _tcp(PROMETHEUS_PORT)}]),
-        _policy("allow-alertmanager", namespace, ALERTMANAGER_POD_LABELS, [
+        ingress_policy("allow-alertmanager", namespace, ALERTMANAGER_POD_LABELS, [
             {"from": [prometheus, grafana], "ports": _tcp(ALERTMANAGER_PORT)},
             {"from": [alertmanagers], "ports": cluster_ports},
         ]),
-        _policy("allow-grafana", namespace, GRAFANA_POD_LABELS, [{"from": [{"podSelector": {}}],
+        ingress_policy("allow-grafana", namespace, GRAFANA_POD_LABELS, [{"from": [{"podSelector": {}}],
                                                                    "ports": _tcp(GRAFANA_PORT)}]),
         # No `from`: the API server's addresses are outside the pod network and differ per cloud.
-        _policy("allow-operator-webhook", namespace, OPERATOR_POD_LABELS, [{"ports": _tcp(OPERATOR_WEBHOOK_PORT)}]),
+        ingress_policy("allow-operator-webhook", namespace, OPERATOR_POD_LABELS,
+                       [{"ports": _tcp(OPERATOR_WEBHOOK_PORT)}]),
     ]
 
 
