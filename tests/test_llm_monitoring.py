@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from test_monitoring_dashboards import panels
+from test_monitoring_rules import alert_cases
 
 from gpu_platform import config
 from gpu_platform.kube import alerts, dashboards, llm_monitoring, metric_names
@@ -92,14 +93,7 @@ def test_promtool_unit_tests_bite(promtool, tmp_path, change, failing):
 
 def test_every_alert_is_proven_to_fire_and_to_stay_quiet():
     assert [r.alert for r in group().rules] == ALERTS
-    cases: dict[str, dict[str, int]] = {}
-    for path in PROMTOOL_TESTS.glob("*.yaml"):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        assert doc["rule_files"] == [RULE_FILE]
-        for test in doc["tests"]:
-            for case in test.get("alert_rule_test", []):
-                counts = cases.setdefault(case["alertname"], {"fires": 0, "quiet": 0})
-                counts["fires" if case.get("exp_alerts") else "quiet"] += 1
+    cases = alert_cases(PROMTOOL_TESTS, RULE_FILE)
     assert set(cases) == set(ALERTS)
     assert all(c["fires"] >= 1 and c["quiet"] >= 1 for c in cases.values()), cases
 

@@ -125,11 +125,12 @@ def test_promtool_unit_tests_detect_a_wrong_threshold(promtool, tmp_path):
     assert "alertname: GpuTemperatureHigh, time: 12m" in result.stdout + result.stderr
 
 
-def _alert_cases() -> dict[str, dict[str, int]]:
+def alert_cases(directory: Path = PROMTOOL_TESTS, rule_file: str = RULE_FILE) -> dict[str, dict[str, int]]:
+    """Per alert, how many promtool cases of ``directory`` expect it to fire and to stay quiet."""
     cases: dict[str, dict[str, int]] = {}
-    for path in PROMTOOL_TESTS.glob("*.yaml"):
+    for path in directory.glob("*.yaml"):
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        assert doc["rule_files"] == [RULE_FILE]
+        assert doc["rule_files"] == [rule_file]
         for test in doc["tests"]:
             for case in test.get("alert_rule_test", []):
                 kind = "fires" if case.get("exp_alerts") else "quiet"
@@ -141,7 +142,7 @@ def _alert_cases() -> dict[str, dict[str, int]]:
 def test_every_alert_is_proven_to_fire_and_to_stay_quiet():
     names = alerts.alert_names(default_rule_set().alerting)
     assert names == ALERTS
-    cases = _alert_cases()
+    cases = alert_cases()
     assert set(cases) == set(names)
     for name in names:
         assert cases[name]["fires"] >= 1, f"{name}: no case where it fires"

@@ -1,6 +1,7 @@
 """Small helpers every Kubernetes-layer component shares: child options, metadata, Helm releases, tolerations."""
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
@@ -124,3 +125,14 @@ def all_pool_tolerations(pools: Sequence[GpuPool]) -> list[dict]:
         for toleration in pool.tolerations:
             seen.setdefault(tuple(sorted(toleration.items())), toleration)
     return [seen[k] for k in sorted(seen)]
+
+
+def snake_case(key: str) -> str:
+    """A wire-form (camelCase) key as the Python SDK's keyword: ``podDisruptionBudget`` -> ``pod_disruption_budget``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def register_body(cls: Any, resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
+    """A typed Kubernetes resource from a wire-form body (top-level keys become the class's keyword args)."""
+    kwargs = {snake_case(k): v for k, v in body.items() if k not in ("apiVersion", "kind")}
+    return cls(resource_name, **kwargs, opts=opts)

@@ -14,7 +14,6 @@ CRD), the ``inference-critical`` PriorityClass, the DRA driver on DRA pools and 
 API CRDs); `build_llm_layer` does.
 """
 
-import re
 from typing import Any, Optional, TypedDict
 
 import pulumi
@@ -38,7 +37,7 @@ from ..config_model import PlatformConfig
 from ..errors import ConfigError
 from ..pools import GpuPool, GpuPoolSpec
 from . import llm_objects as objects
-from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless
+from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless, register_body
 from .custom_object import KubernetesObject
 from .gateway import route_rules
 from .gateway_objects import GatewayRouteArgs, RouteTarget
@@ -251,14 +250,6 @@ def gke_installs_inference_pool(config: PlatformConfig) -> bool:
     return config.cloud == "gcp" and minor >= 34
 
 
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-
-
-def _register(cls: Any, resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
-    """A typed Kubernetes resource from a wire-form body (top-level keys become the class's keyword args)."""
-    kwargs = {_snake(k): v for k, v in body.items() if k not in ("apiVersion", "kind")}
-    return cls(resource_name, **kwargs, opts=opts)
 
 
 class LlmService(pulumi.ComponentResource):
@@ -289,38 +280,38 @@ class LlmService(pulumi.ComponentResource):
                                                opts=child_opts(self, opts))
         first: list[Any] = []
         if args.get("create_namespace", True):
-            first.append(_register(k8s.core.v1.Namespace, f"{name}-namespace", objects.namespace(spec),
-                                   child_opts(self, opts)))
+            first.append(register_body(k8s.core.v1.Namespace, f"{name}-namespace", objects.namespace(spec),
+                                       child_opts(self, opts)))
         in_ns = child_opts(self, opts, depends_on=first)
 
-        account = _register(k8s.core.v1.ServiceAccount, f"{name}-sa", objects.service_account(spec), in_ns)
+        account = register_body(k8s.core.v1.ServiceAccount, f"{name}-sa", objects.service_account(spec), in_ns)
         before_pods: list[Any] = [account]
         cache = objects.model_cache_claim(spec)
         if cache is not None:
-            before_pods.append(_register(k8s.core.v1.PersistentVolumeClaim, f"{name}-model-cache", cache, in_ns))
+            before_pods.append(register_body(k8s.core.v1.PersistentVolumeClaim, f"{name}-model-cache", cache, in_ns))
         claims = objects.gpu_claim_template(spec)
         if claims is not None:
             before_pods.append(KubernetesObject(f"{name}-gpu-claims", claims, in_ns))
         # The autoscaler owns the replica count after creation; a later `pulumi up` must not reset it.
-        self.deployment = _register(
+        self.deployment = register_body(
             k8s.apps.v1.Deployment, f"{name}-deployment", objects.deployment(spec),
             child_opts(self, opts, depends_on=[*first, *before_pods],
                        ignore_changes=["spec.replicas"] if spec.uses_keda else None))
-        self.service = _register(k8s.core.v1.Service, f"{name}-service", objects.service(spec), in_ns)
-        _register(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", objects.pod_disruption_budget(spec), in_ns)
-        _register(k8s.networking.v1.NetworkPolicy, f"{name}-network-policy", objects.network_policy(spec), in_ns)
+        self.service = register_body(k8s.core.v1.Service, f"{name}-service", objects.service(spec), in_ns)
+        register_body(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", objects.pod_disruption_budget(spec), in_ns)
+        register_body(k8s.networking.v1.NetworkPolicy, f"{name}-network-policy", objects.network_policy(spec), in_ns)
 
-        picker_account = _register(k8s.core.v1.ServiceAccount, f"{name}-epp-sa",
-                                   objects.picker_service_account(spec), in_ns)
-        role = _register(k8s.rbac.v1.Role, f"{name}-epp-role", objects.picker_role(spec), in_ns)
-        binding = _register(k8s.rbac.v1.RoleBinding, f"{name}-epp-role-binding", objects.picker_role_binding(spec),
-                            child_opts(self, opts, depends_on=[*first, role, picker_account]))
-        plugins = _register(k8s.core.v1.ConfigMap, f"{name}-epp-config", objects.picker_config_map(spec), in_ns)
-        self.picker = _register(k8s.apps.v1.Deployment, f"{name}-epp-deployment", objects.picker_deployment(spec),
-                                child_opts(self, opts, depends_on=[*first, binding, plugins]))
-        picker_service = _register(k8s.core.v1.Service, f"{name}-epp-service", objects.picker_service(spec), in_ns)
-        _register(k8s.networking.v1.NetworkPolicy, f"{name}-epp-network-policy", objects.picker_network_policy(spec),
-                  in_ns)
+        picker_account = register_body(k8s.core.v1.ServiceAccount, f"{name}-epp-sa",
+                                       objects.picker_service_account(spec), in_ns)
+        role = register_body(k8s.rbac.v1.Role, f"{name}-epp-role", objects.picker_role(spec), in_ns)
+        binding = register_body(k8s.rbac.v1.RoleBinding, f"{name}-epp-role-binding", objects.picker_role_binding(spec),
+                                child_opts(self, opts, depends_on=[*first, role, picker_account]))
+        plugins = register_body(k8s.core.v1.ConfigMap, f"{name}-epp-config", objects.picker_config_map(spec), in_ns)
+        self.picker = register_body(k8s.apps.v1.Deployment, f"{name}-epp-deployment", objects.picker_deployment(spec),
+                                    child_opts(self, opts, depends_on=[*first, binding, plugins]))
+        picker_service = register_body(k8s.core.v1.Service, f"{name}-epp-service", objects.picker_service(spec), in_ns)
+        register_body(k8s.networking.v1.NetworkPolicy, f"{name}-epp-network-policy",
+                      objects.picker_network_policy(spec), in_ns)
 
         self.inference_pool = KubernetesObject(
             f"{name}-inference-pool", objects.inference_pool(spec),

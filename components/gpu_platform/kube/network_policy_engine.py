@@ -35,7 +35,6 @@ parse the same way at both.
 No cloud SDK here: the cloud layer says which prefix its CNI uses (`ClusterHandle.outputs`).
 """
 
-import re
 from collections.abc import Sequence
 from typing import Any, Optional, TypedDict
 
@@ -46,7 +45,7 @@ from typing_extensions import Required
 from .. import labels, versions
 from ..component_args import Args, matching
 from ..pools import GpuPoolSpec
-from .common import all_pool_tolerations, check_pool_set, child_opts, metadata, pools_of
+from .common import all_pool_tolerations, check_pool_set, child_opts, metadata, pools_of, snake_case
 
 NAMESPACE = "kube-system"
 NODE = "calico-node"
@@ -297,10 +296,6 @@ _KINDS: dict[str, Any] = {
 }
 
 
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-
-
 class CalicoPolicyEngine(pulumi.ComponentResource):
     """Calico (open source, policy-only) enforcing Kubernetes NetworkPolicies beside the cloud's own CNI.
 
@@ -322,11 +317,11 @@ class CalicoPolicyEngine(pulumi.ComponentResource):
         registered: dict[str, Any] = {}
         for body in calico_objects(args["interface_prefix"], tolerations):
             kind, object_name = body["kind"], body["metadata"]["name"]
-            kwargs = {_snake(k): v for k, v in body.items() if k not in ("apiVersion", "kind")}
+            kwargs = {snake_case(k): v for k, v in body.items() if k not in ("apiVersion", "kind")}
             # Accounts and roles before the pods that use them; the pods after the CRDs they read.
             after = [self.crds, *registered.values()] if kind in ("DaemonSet", "Deployment") else []
             registered[f"{kind}/{object_name}"] = _KINDS[kind](
-                f"{name}-{_snake(kind).replace('_', '-')}-{object_name}", **kwargs,
+                f"{name}-{snake_case(kind).replace('_', '-')}-{object_name}", **kwargs,
                 opts=child_opts(self, opts, depends_on=after))
         self.daemonset = registered[f"DaemonSet/{NODE}"]
         self.register_outputs({})

@@ -20,7 +20,6 @@ Ordering: make the component depend on KEDA's release (ScaledObject CRD), on the
 creates those objects; `GpuPlatform` does.
 """
 
-import re
 from typing import Any, Optional, TypedDict
 
 import pulumi
@@ -43,7 +42,7 @@ from ..component_args import (
 from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from . import inference_objects as objects
-from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless
+from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless, register_body
 from .custom_object import KubernetesObject
 from .gateway import route_rules
 from .gateway_objects import GatewayRouteArgs, RouteTarget
@@ -221,14 +220,6 @@ def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Option
     return args
 
 
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-
-
-def _register(cls: Any, resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
-    """A typed Kubernetes resource from a wire-form body (top-level keys become the class's keyword args)."""
-    kwargs = {_snake(k): v for k, v in body.items() if k not in ("apiVersion", "kind")}
-    return cls(resource_name, **kwargs, opts=opts)
 
 
 def _custom(resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
@@ -259,15 +250,15 @@ class InferenceService(pulumi.ComponentResource):
 
         first: list[Any] = []
         if args.get("create_namespace", True):
-            first.append(_register(k8s.core.v1.Namespace, f"{name}-namespace", objects.namespace(spec),
-                                   child_opts(self, opts)))
+            first.append(register_body(k8s.core.v1.Namespace, f"{name}-namespace", objects.namespace(spec),
+                                       child_opts(self, opts)))
         in_ns = child_opts(self, opts, depends_on=first)
-        account = _register(k8s.core.v1.ServiceAccount, f"{name}-sa", objects.service_account(spec), in_ns)
+        account = register_body(k8s.core.v1.ServiceAccount, f"{name}-sa", objects.service_account(spec), in_ns)
         before_pods = [account]
         self.model_cache = None
         if spec.model_cache_size:
-            self.model_cache = _register(k8s.core.v1.PersistentVolumeClaim, f"{name}-model-cache",
-                                         objects.model_cache_claim(spec), in_ns)
+            self.model_cache = register_body(k8s.core.v1.PersistentVolumeClaim, f"{name}-model-cache",
+                                             objects.model_cache_claim(spec), in_ns)
             before_pods.append(self.model_cache)
         self.gpu_claim_template = None
         gpu_claims = objects.gpu_claim_template(spec)
@@ -276,13 +267,13 @@ class InferenceService(pulumi.ComponentResource):
             before_pods.append(self.gpu_claim_template)
         # The autoscaler owns the replica count after creation; a later `pulumi up` must not reset it.
         scaled = spec.autoscaler != "none"
-        self.deployment = _register(
+        self.deployment = register_body(
             k8s.apps.v1.Deployment, f"{name}-deployment", objects.deployment(spec),
             child_opts(self, opts, depends_on=[*first, *before_pods],
                        ignore_changes=["spec.replicas"] if scaled else None))
-        self.service = _register(k8s.core.v1.Service, f"{name}-service", objects.service(spec), in_ns)
-        _register(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", objects.pod_disruption_budget(spec), in_ns)
-        _register(k8s.networking.v1.NetworkPolicy, f"{name}-network-policy", objects.network_policy(spec), in_ns)
+        self.service = register_body(k8s.core.v1.Service, f"{name}-service", objects.service(spec), in_ns)
+        register_body(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", objects.pod_disruption_budget(spec), in_ns)
+        register_body(k8s.networking.v1.NetworkPolicy, f"{name}-network-policy", objects.network_policy(spec), in_ns)
         self.http_route = None
         route = objects.http_route(spec)
         if route is not None:
@@ -296,8 +287,8 @@ class InferenceService(pulumi.ComponentResource):
         if spec.uses_keda:
             self.autoscaler = _custom(f"{name}-scaled-object", objects.scaled_object(spec), after_target)
         elif scaled:
-            self.autoscaler = _register(k8s.autoscaling.v2.HorizontalPodAutoscaler, f"{name}-hpa",
-                                        objects.horizontal_pod_autoscaler(spec), after_target)
+            self.autoscaler = register_body(k8s.autoscaling.v2.HorizontalPodAutoscaler, f"{name}-hpa",
+                                            objects.horizontal_pod_autoscaler(spec), after_target)
         self.service_monitor = None
         if args.get("service_monitor"):
             self.service_monitor = _custom(f"{name}-service-monitor", objects.service_monitor(spec),
