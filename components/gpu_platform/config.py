@@ -33,10 +33,12 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
 )
 from .errors import ConfigError, did_you_mean, one_of
 from .gateway_config import parse_gateway
+from .health_config import parse_health
 from .kube.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
 from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
 from .llm_config import check_llm, parse_llm
 from .pools import SHARING_MODES, Sharing
+from .storage_config import parse_storage
 
 NAMESPACE = "gpu-platform"
 GPU_SOFTWARE = ("operator", "device-plugin", "cloud-managed")
@@ -627,6 +629,7 @@ def check_training_topology(config: PlatformConfig, raw: Mapping) -> None:
 TOP_LEVEL_KEYS = {
     "cloud", "region", "compartmentId", "kubernetesVersion", "gpuSoftware", "nodePools", "teams",
     "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training", "gateway", "llm",
+    "health", "storage",
 }
 
 
@@ -688,6 +691,8 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         training=parse_training(raw),
         gateway=parse_gateway(raw, cloud),
         llm=parse_llm(raw, [p.name for p in pools]),
+        health=parse_health(raw, cloud),
+        storage=parse_storage(raw, cloud),
     )
     _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
     _check_dra(config)

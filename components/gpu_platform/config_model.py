@@ -9,9 +9,11 @@ from typing import Any, Optional
 
 from . import catalog, labels
 from .gateway_config import GatewayConfig
+from .health_config import HealthConfig
 from .labels import Taint
 from .llm_config import LlmConfig
 from .pools import GpuPool, Sharing
+from .storage_config import StorageConfig
 
 DEFAULT_KUBERNETES_VERSION = "1.34"
 
@@ -284,6 +286,10 @@ class PlatformConfig:
     """The Gateway API entry point of the inference services."""
     llm: Optional[LlmConfig] = None
     """The LLM service (vLLM behind an InferencePool); None: no LLM."""
+    health: HealthConfig = field(default_factory=HealthConfig)
+    """GPU and RDMA node health: passive conditions, active checks, remediation (dry-run by default)."""
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    """The data plane: shared file system, bucket mounts, image pulls (off by default)."""
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
 

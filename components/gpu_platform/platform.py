@@ -232,6 +232,13 @@ class GpuPlatform(pulumi.ComponentResource):
             }, opts=self._k8s_opts(depends_on=kueue_ready))
             for team, team_config in zip(teams, config.teams, strict=True)
         }
+        # [layer: storage]
+        from .kube.storage import build_storage_layer
+
+        # The data plane (issue 23): CSI drivers the cloud offers as no add-on, the shared file system's and the
+        # buckets' volumes, team claims under their storage quotas, image pre-pulling. After the team namespaces
+        # (the claims live there), before the workloads that mount them.
+        build_storage_layer(self, name)
         # [layer: training]
         from .kube.autoscaling_plan import reference_tpu_slice, reference_training
         from .kube.kueue_objects import default_topology_level
@@ -333,6 +340,12 @@ class GpuPlatform(pulumi.ComponentResource):
                 "utilization_threshold": config.optimizer.utilization_threshold,
                 "dry_run": config.optimizer.dry_run,
             }, opts=self._k8s_opts())
+        # [layer: health]
+        from .kube.health import build_health_layer
+
+        # GPU and RDMA node health (issue 21): node conditions, active checks on idle nodes, remediation (dry-run
+        # by default) and their alerts.
+        build_health_layer(self, name)
         # [layer: autoscaling]
         from .clouds.autoscalers import node_autoscaler_from_config
 

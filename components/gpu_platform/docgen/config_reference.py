@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Optional
 
-from .. import catalog, config, control_plane, gateway_config, labels, llm_config, pools
+from .. import catalog, config, control_plane, gateway_config, health_config, labels, llm_config, pools, storage_config
 from ..errors import ConfigError
 from .accepted_keys import keys_checked_in
 from .attribute_docs import attribute_docs, class_doc
@@ -146,6 +146,13 @@ def shared_sections() -> list[Section]:
     sections.append(Section("gateway", "`gateway`", "gateway", gateway_config.GatewayConfig,
                             tuple(sorted(keys_checked_in(gateway_config, "parse_gateway"))), CLOUDS,
                             lambda c: c.gateway))
+    # Parsed in their own modules: node health (on by default) and the data plane (off by default).
+    sections.append(Section("health", "`health`", "health", health_config.HealthConfig,
+                            tuple(sorted(keys_checked_in(health_config, "parse_health"))), CLOUDS,
+                            lambda c: c.health))
+    sections.append(Section("storage", "`storage`", "storage", storage_config.StorageConfig,
+                            tuple(sorted(keys_checked_in(storage_config, "parse_storage"))), CLOUDS,
+                            lambda c: c.storage))
     # Parsed in its own module, absent (None) unless the stack has it: probed with a small model.
     sections.append(Section("llm", "`llm`", "llm", llm_config.LlmConfig,
                             tuple(sorted(keys_checked_in(llm_config, "parse_llm"))), CLOUDS, lambda c: c.llm,
@@ -299,7 +306,7 @@ def key_doc(section: Section, key: str) -> str:
 
 
 def key_type(section: Section, key: str) -> str:
-    if section.path == "" and key in (*SECTIONS, "gateway", "llm"):
+    if section.path == "" and key in (*SECTIONS, "gateway", "llm", "health", "storage"):
         return f"mapping ([`{key}`](#{key}))"
     if key in _KEY_TYPES:
         return _KEY_TYPES[key]
