@@ -223,3 +223,18 @@ def pool_node_labels(
         labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
         labels[HAMI_NODE_LABEL] = HAMI_NODE_VALUE
     return labels
+
+# Node health (issue 21): what the health checks report on a node and what remediation marks it with.
+HEALTH_CHECK_LABEL = f"{DOMAIN}/health-check"
+"""``passed`` or ``failed``: the last active health check of the node (DCGM diagnostics, single-node all-reduce),
+set by ``gpu-platform health-report``. The platform's workloads avoid nodes labelled ``failed`` (node affinity)."""
+HEALTH_CHECK_DETAIL_ANNOTATION = f"{DOMAIN}/health-check-detail"
+"""One line: when the last active check ran and what it found (``2026-11-25T03:00:00Z dcgm-diag level 2: pass``)."""
+HEALTH_CHECK_CONDITION = "GpuHealthCheckFailed"
+"""Node condition the active check sets: ``True`` when the node failed its last check (node-problem-detector's
+convention: a condition that is True is a problem)."""
+QUARANTINE_TAINT_KEY = f"{DOMAIN}/quarantined"
+"""Taint (``NoSchedule``, value: the reason's condition type) remediation puts on a node it quarantines, beside
+cordoning it; every scheduler (Kueue's topology-aware one included) keeps new pods off it."""
+QUARANTINED_AT_ANNOTATION = f"{DOMAIN}/quarantined-at"
+"""When remediation quarantined the node (RFC 3339): the cool-down and the release after a passing check read it."""
