@@ -90,3 +90,15 @@ class StorageBackends:
     image_streaming: bool = False
     """Whether the cloud layer turned on the cloud's image-pull acceleration on the GPU pools (GKE image streaming,
     AKS artifact streaming, EKS SOCI parallel pull): the docs and the plan summary report it."""
+
+
+def bucket_namespaces(config: Any) -> tuple[str, ...]:
+    """The namespaces whose workloads mount the stack's buckets: every team's (training), the sentiment app's when it
+    runs and the LLM service's when there is one. ``config`` is a `PlatformConfig`; the cloud layers grant bucket
+    access to `STORAGE_SERVICE_ACCOUNT` in exactly these."""
+    names = [team.name for team in config.teams]
+    if config.inference.enabled:
+        names.append(config.inference.namespace)
+    if config.llm is not None:
+        names.append(config.llm.namespace)
+    return tuple(dict.fromkeys(names))
