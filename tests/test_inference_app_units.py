@@ -127,6 +127,7 @@ def test_a_number_of_100000_digits_is_reported_as_such_and_deep_nesting_as_nesti
         ({"MODEL_PATH": "/m", "MAX_WAIT_MS": "50", "DEADLINE_MS": "40"}, "MAX_WAIT_MS: must be < DEADLINE_MS (40)"),
         ({"MODEL_PATH": "/m", "MODEL_WORKERS": "0"}, "MODEL_WORKERS: must be >= 1"),
         ({"MODEL_PATH": "/m", "MODEL_WORKERS": "2", "MODEL_WORKER": "thread"}, "MODEL_WORKERS: more than 1 needs"),
+        ({"MODEL_PATH": "/m", "EVENT_LOOP": "trio"}, "EVENT_LOOP: expected auto, uvloop or asyncio, got 'trio'"),
     ],
 )
 def test_settings_errors_name_the_variable(env, message):
@@ -389,3 +390,25 @@ def test_benchmark_percentiles_and_medians():
     assert med["rounds"] == [100.0, 300.0, 200.0]
     texts = bench.review_texts(50, seed=3)
     assert texts == bench.review_texts(50, seed=3) and all(5 <= len(t.split()) <= 30 for t in texts)
+
+
+def test_the_event_loop_is_uvloop_by_default_and_asyncio_on_request(monkeypatch):
+    import asyncio
+    import builtins
+
+    import uvloop
+
+    from sentiment.server import event_loop_runner
+
+    assert from_env({"MODEL_PATH": "/m"}).event_loop == "auto"
+    assert (event_loop_runner("auto"), event_loop_runner("uvloop"), event_loop_runner("asyncio")) == (
+        uvloop.run, uvloop.run, asyncio.run)
+    real_import = builtins.__import__
+
+    def without_uvloop(name, *args, **kwargs):
+        if name == "uvloop":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_uvloop)
+    assert (event_loop_runner("auto"), event_loop_runner("uvloop")) == (asyncio.run, None)

@@ -401,7 +401,23 @@ def main() -> None:
         print(f"configuration error: {err}", file=sys.stderr)
         sys.exit(2)
     tune_gc()
-    sys.exit(asyncio.run(serve(settings)))
+    run = event_loop_runner(settings.event_loop)
+    if run is None:
+        print("configuration error: EVENT_LOOP: uvloop is not installed", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(run(serve(settings)))
+
+
+def event_loop_runner(choice: str) -> Optional[Callable[[Any], int]]:
+    """How to run the server: ``uvloop.run`` (``auto`` when uvloop imports, or ``uvloop``), else ``asyncio.run``;
+    None when ``uvloop`` was asked for and is missing."""
+    if choice != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            return None if choice == "uvloop" else asyncio.run
+        return uvloop.run
+    return asyncio.run
 
 
 # Young collections every 20,000 allocations instead of 700, older ones rarely.

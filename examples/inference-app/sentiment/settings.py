@@ -11,6 +11,7 @@ class SettingsError(ValueError):
 
 
 DEVICES = ("auto", "cpu", "cuda", "neuron")
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ class Settings:
     connection is closed (slow clients, slowloris)."""
     body_timeout_s: float = 30.0
     """Longest a request body may take to arrive once its head is in; then 408 and the connection is closed."""
+    event_loop: str = "auto"
+    """``auto`` (uvloop when it is installed, as in the image; else asyncio's own), ``uvloop`` or ``asyncio``.
+    uvloop's transports cost less CPU per connection and per request, which is what the HTTP side spends on a
+    small model with a thousand clients."""
 
     @property
     def model_source(self) -> str:
@@ -101,6 +106,8 @@ def from_env(env: Optional[dict] = None) -> Settings:
         raise SettingsError(f"DEVICE: expected auto, cpu, cuda or neuron, got {settings.device!r}")
     if settings.dtype not in ("auto", "float32", "float16", "bfloat16"):
         raise SettingsError(f"DTYPE: expected auto, float32, float16 or bfloat16, got {settings.dtype!r}")
+    if settings.event_loop not in EVENT_LOOPS:
+        raise SettingsError(f"EVENT_LOOP: expected auto, uvloop or asyncio, got {settings.event_loop!r}")
     if settings.model_worker not in ("process", "thread"):
         raise SettingsError(f"MODEL_WORKER: expected process or thread, got {settings.model_worker!r}")
     for name in ("max_batch_size", "max_queue", "max_texts_per_request", "max_text_chars", "max_body_bytes",
