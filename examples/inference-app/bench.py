@@ -372,7 +372,8 @@ def report(raw: dict, server: list[dict], naive: dict, meta: dict) -> str:
         f"model {meta['model']} ({meta['size']}), device {raw['device']} {raw['dtype']}, max batch "
         f"{meta['max_batch_size']}, max wait {meta['max_wait_ms']:g} ms, deadline {meta['deadline_ms']:g} ms, model "
         f"in {meta['model_workers']} {meta['model_worker']}(es), {meta['cpus']} CPUs ({meta['cpu_model']}), "
-        f"medians of {meta['rounds']} rounds of {meta['duration_s']:g} s",
+        f"medians of {meta['rounds']} rounds of {meta['duration_s']:g} s, load generator on "
+        f"{meta.get('client_event_loop', 'asyncio')}",
         f"(a) raw batched throughput at batch {raw['batch_size']}: {raw['texts_per_s']:.1f} texts/s "
         f"(rounds: {raw['rounds']})",
         f"(c) naive peak: {naive_peak:.1f} texts/s",
@@ -410,6 +411,14 @@ def cpu_model() -> str:
     except OSError:
         pass
     return "unknown CPU"
+
+
+try:  # the load generator on uvloop (a dev dependency, as in the server's image): less of the shared CPU per request
+    import uvloop
+
+    run_client, CLIENT_EVENT_LOOP = uvloop.run, "uvloop"
+except ImportError:
+    run_client, CLIENT_EVENT_LOOP = asyncio.run, "asyncio"
 
 
 def main() -> None:
@@ -474,12 +483,12 @@ def main() -> None:
                 raw_runs.append(raw_loop.run(args.duration))
                 for i, (level, honour, timeout) in enumerate(rows):
                     settle(all_pids)
-                    server_runs[i].append(asyncio.run(closed_loop(
+                    server_runs[i].append(run_client(closed_loop(
                         "127.0.0.1", server_port, level, args.duration, args.warmup, honour, timeout, server_pids)))
                     last_of_level = i + 1 == len(rows) or rows[i + 1][0] != level
                     if naive_proc is not None and last_of_level:
                         settle(all_pids)
-                        naive_runs[level].append(asyncio.run(closed_loop(
+                        naive_runs[level].append(run_client(closed_loop(
                             "127.0.0.1", naive_port, level, args.duration, args.warmup,
                             server_pids=[naive_proc.pid])))
                 print(f"round {round_index + 1}: raw {raw_runs[-1]['texts_per_s']:.1f}/s, server "
@@ -495,7 +504,8 @@ def main() -> None:
     meta = {"model": args.model or "random weights", "size": args.size if not args.model else "-",
             "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms, "deadline_ms": args.deadline_ms,
             "cpus": os.cpu_count(), "cpu_model": cpu_model(), "rounds": args.rounds, "duration_s": args.duration,
-            "model_worker": args.model_worker, "model_workers": env["MODEL_WORKERS"]}
+            "model_worker": args.model_worker, "model_workers": env["MODEL_WORKERS"],
+            "client_event_loop": CLIENT_EVENT_LOOP}
     print(report(raw, server, naive, meta))
     if args.json:
         Path(args.json).write_text(json.dumps({"meta": meta, "raw": raw, "server": server, "naive": naive,
