@@ -42,7 +42,8 @@ def test_lock_holds_one_well_formed_digest_per_pinned_third_party_image():
     unresolved = {image.tagged for image in versions.PINNED_IMAGES if image.repository in versions.UNPINNED_IMAGES}
     third_party = {image.tagged for image in versions.PINNED_IMAGES} - project
     assert third_party - unresolved <= set(lock) <= {image.tagged for image in versions.PINNED_IMAGES}
-    assert unresolved - project == {"public.ecr.aws/neuron/neuron-monitor:1.3.0"} - set(lock)
+    assert unresolved - project == {"public.ecr.aws/neuron/neuron-monitor:1.3.0", versions.DCGM_IMAGE.tagged,
+                                    versions.NODE_PROBLEM_DETECTOR_IMAGE.tagged} - set(lock)
     for key, entry in lock.items():
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", entry["digest"]), key
         assert entry["source"], key
@@ -250,7 +251,9 @@ def test_command_line_writes_the_lock_then_check_passes_and_catches_a_moved_tag(
               ("neuron/neuron-monitor", "1.3.0"): index_body("neuron-monitor"),
               ("library/python", "3.12-slim"): index_body("python"),
               ("vllm/vllm-openai", "v0.31.0"): index_body("vllm"),
-              ("gateway-api-inference-extension/epp", "v1.5.0"): index_body("epp")}
+              ("gateway-api-inference-extension/epp", "v1.5.0"): index_body("epp"),
+              ("nvidia/cloud-native/dcgm", versions.DCGM_IMAGE.tag): index_body("dcgm"),
+              ("node-problem-detector/node-problem-detector", "v1.36.0"): index_body("npd")}
     with FakeRegistry(bodies) as fake:
         hosts = ("nvcr.io", "quay.io", "docker.io", "public.ecr.aws", "registry.k8s.io")
         registries = [arg for host in hosts for arg in ("--registry", f"{host}={fake.url}")]
@@ -274,6 +277,9 @@ def test_command_line_writes_the_lock_then_check_passes_and_catches_a_moved_tag(
             "docker.io/vllm/vllm-openai:v0.31.0": sha(bodies[("vllm/vllm-openai", "v0.31.0")]),
             "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0":
                 sha(bodies[("gateway-api-inference-extension/epp", "v1.5.0")]),
+            versions.DCGM_IMAGE.tagged: sha(bodies[("nvidia/cloud-native/dcgm", versions.DCGM_IMAGE.tag)]),
+            versions.NODE_PROBLEM_DETECTOR_IMAGE.tagged:
+                sha(bodies[("node-problem-detector/node-problem-detector", "v1.36.0")]),
         }
         assert run_script("--check", *common).returncode == 0
 

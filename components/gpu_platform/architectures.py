@@ -24,6 +24,11 @@ ARM64_ON_GPU_NODES: dict[str, str] = {
     versions.EFA_DEVICE_PLUGIN.name: "aws/eks-charts aws-efa-k8s-device-plugin values list Graviton and "
                                      "p6e-gb200/p6e-gb300 instance types in the DaemonSet's node affinity",
     versions.CALICO_NODE_IMAGE.tagged: "image_digests.json: the multi-arch index, built for x86_64 and arm64",
+    versions.NODE_PROBLEM_DETECTOR_IMAGE.tagged: "kubernetes/node-problem-detector Makefile DOCKER_PLATFORMS="
+                                                 "linux/amd64,linux/arm64 (docker buildx build --platform)",
+    versions.PLATFORM_IMAGE.tagged: "this repository's Dockerfile: a pure-Python install on "
+                                    "python:3.11.7-slim-bookworm (published for amd64 and arm64v8), built with "
+                                    "--platform linux/amd64,linux/arm64; it reports the active checks on GPU nodes",
 }
 """Charts (by chart name) and images (by ``repository:tag``) whose pods run on GPU nodes, with the evidence that
 they are published for arm64."""

@@ -76,6 +76,27 @@ def build_parser() -> argparse.ArgumentParser:
     optimize = sub.add_parser("optimize", help="find idle GPU allocations in Prometheus and right-size them")
     optimizer.build_parser(optimize)
     optimize.set_defaults(func=optimizer.run)
+    from .health import controller as remediation
+    from .health import reporter
+
+    remediate = sub.add_parser("remediate", help="quarantine GPU nodes with fatal conditions, capped per pool, "
+                                                 "with a cool-down; dry-run unless the config says otherwise",
+                               description=remediation.__doc__.splitlines()[0])
+    remediation.build_parser(remediate)
+    remediate.set_defaults(func=remediation.run)
+    health_report = sub.add_parser("health-report", help="record an active check's DCGM and all-reduce results on "
+                                                         "the node: label, annotation, GpuHealthCheckFailed condition",
+                                   description=reporter.__doc__.splitlines()[0])
+    reporter.build_parser(health_report)
+    health_report.set_defaults(func=reporter.run)
+    from .health import verify_live
+
+    verify = sub.add_parser("verify", help="conformance run against the live cluster of a stack: nodes, GPU software, "
+                                           "smoke pods, two-node all-reduce, Kueue, DCGM, inference",
+                            description="Conformance run against the live cluster of a stack: does it hold what "
+                                        "the plan of the same stack configuration promised?")
+    verify_live.build_parser(verify)
+    verify.set_defaults(func=verify_live.run)
     return parser
 
 

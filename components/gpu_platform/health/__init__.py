@@ -1,0 +1,1 @@
+"""Node health: the active checks' parsers and verdicts, the check reporter and the remediation controller."""
