@@ -7,6 +7,7 @@ import pytest
 from gpu_platform import labels
 from gpu_platform.kube import inference_objects as iobj
 from gpu_platform.kube import training_objects as tobj
+from gpu_platform.kube.health_placement import healthy_node_affinity
 from gpu_platform.kube.training import TrainingWorkload
 from gpu_platform.kube.workloads import InferenceService
 from gpu_platform.plan import render_manifests
@@ -150,7 +151,10 @@ def test_rack_ranks_stay_in_one_nvlink_clique_on_arm64_nodes():
         assert spec["nodeSelector"] == {"gpu-platform.io/pool": "rack", "kubernetes.io/arch": "arm64"}
         assert spec["affinity"] == {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "nvidia.com/gpu.clique", "operator": "Exists"}]}]}},
+                {"matchExpressions": [{"key": "nvidia.com/gpu.clique", "operator": "Exists"},
+                                      # and never on a node that failed its health check (`health_placement`)
+                                      {"key": "gpu-platform.io/health-check", "operator": "NotIn",
+                                       "values": ["failed"]}]}]}},
             "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
                 "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "reference-training",
                                                   "gpu-platform.io/team": "research"}},
@@ -189,7 +193,7 @@ def test_dra_pool_claims_a_node_of_gpus_without_a_compute_domain():
                                           "limits": {"cpu": "16", "memory": "64Gi"},
                                           "claims": [{"name": "gpus"}]}
         assert spec["resourceClaims"] == [{"name": "gpus", "resourceClaimTemplateName": "reference-training-gpus"}]
-        assert "affinity" not in spec
+        assert spec["affinity"] == healthy_node_affinity()  # no clique: NVLink is inside the node
         assert spec["nodeSelector"] == {"gpu-platform.io/pool": "h100dra"}
     assert claims.urn in rec.one(JOB).dependencies and claims.urn in rec.one(CRON_JOB).dependencies
     for obj in render_manifests(rec):
@@ -214,7 +218,7 @@ def test_device_plugin_pool_asks_nvidia_gpu_and_gets_no_dra_objects():
     rec = train(H100)
     assert rec.of_type(CLAIM_TEMPLATE) == [] and rec.of_type(COMPUTE_DOMAIN) == []
     for spec in pod_specs(rec):
-        assert "resourceClaims" not in spec and "affinity" not in spec
+        assert "resourceClaims" not in spec and spec["affinity"] == healthy_node_affinity()
         [container] = spec["containers"]
         assert container["resources"] == {"requests": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "8"},
                                           "limits": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "8"}}

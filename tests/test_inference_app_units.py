@@ -397,7 +397,6 @@ def test_the_event_loop_is_uvloop_by_default_and_asyncio_on_request(monkeypatch)
     import builtins
 
     import uvloop
-
     from sentiment.server import event_loop_runner
 
     assert from_env({"MODEL_PATH": "/m"}).event_loop == "auto"

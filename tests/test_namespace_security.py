@@ -16,6 +16,8 @@ PLATFORM_NAMESPACES = {
     "gpu-operator": "privileged", "nvidia-network-operator": "privileged", "monitoring": "privileged",
     "keda": "restricted", "kueue-system": "restricted", "vpa": "restricted", "gpu-optimizer": "restricted",
     "inference": "restricted",
+    # The health layer: node-problem-detector reads /dev/kmsg privileged, DCGM diagnostics need SYS_ADMIN.
+    "gpu-health": "privileged",
     # Accelerator vendors' software: the Neuron node problem detector (hostPath) and neuron-monitor (privileged),
     # and the AMD GPU Operator's operands and NFD workers (privileged or hostPath), need host access; cert-manager
     # and the JobSet controller meet restricted with their charts' defaults (kube/neuron_values.py,
@@ -27,6 +29,9 @@ PLATFORM_NAMESPACES = {
     "gateway": "restricted", "envoy-gateway-system": "restricted", "envoy-ai-gateway-system": "restricted",
     # The LLM service: vLLM and its endpoint picker, the platform's own pods (kube/llm_objects.py).
     "llm": "restricted",
+    # The storage layer: the pre-pull DaemonSets meet restricted; the directories Job runs as root (a new file
+    # system's root belongs to root), which baseline allows (kube/storage_objects.py).
+    "gpu-storage": "baseline",
 }
 """Every namespace of the reference stacks that is not a team's, with the level it must enforce."""
 NEVER_LABELLED = {"kube-system", "gke-managed-system"}
@@ -40,6 +45,7 @@ def test_decision_table():
     assert {role: s.level for role, s in namespace_security.NAMESPACE_LEVELS.items()} == {
         "gpu-software": "privileged", "network-operator": "privileged", "monitoring": "privileged",
         "keda": "restricted", "kueue": "restricted", "vpa": "restricted", "optimizer": "restricted",
+        "health": "privileged",
         "inference": "restricted", "llm": "restricted", "gateway": "restricted", "envoy-gateway": "restricted",
         "envoy-ai-gateway": "restricted"}
     for security in namespace_security.NAMESPACE_LEVELS.values():

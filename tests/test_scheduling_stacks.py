@@ -148,8 +148,13 @@ def test_reference_training_job(stack):
         assert limits[pool.rdma_resource] == str(pool.rdma_interfaces)
     if config.scheduling.kueue:
         assert spec["suspend"] is True and job["metadata"]["labels"][labels.KUEUE_QUEUE_LABEL] == ko.LOCAL_QUEUE_NAME
+    # Checkpoints outlive the stack: the job's own claim, or with a shared file system its team's (issue 23).
+    checkpoints = (f"{team.name}-checkpoints" if config.storage.shared_file_system is not None
+                   else "reference-training-checkpoints")
+    volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
+    assert volumes["checkpoints"]["persistentVolumeClaim"]["claimName"] == checkpoints
     claims = [r for r in planned(stack).recording.of_type("kubernetes:core/v1:PersistentVolumeClaim")
-              if r.inputs["metadata"]["name"] == "reference-training-checkpoints"]
+              if r.inputs["metadata"]["name"] == checkpoints and r.inputs["metadata"]["namespace"] == team.name]
     assert [c.retain_on_delete for c in claims] == [True]
     assert "reference-retraining" in objects(stack, "CronJob", team.name)
 

@@ -31,7 +31,9 @@ CONTAINER_SECURITY_CONTEXT = {
     "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
 API_CLIENTS = {("CronJob", "gpu-optimizer"): "lists and patches workloads through the Kubernetes API",
                ("Deployment", "llm-epp"): "the LLM service's endpoint picker watches its InferencePool and the pool's "
-                                          "pods through the Kubernetes API (a Role in its namespace)"}
+                                          "pods through the Kubernetes API (a Role in its namespace)",
+               ("Deployment", "gpu-remediation"): "the health layer's remediation controller lists, and unless in "
+                                                  "dry-run patches, nodes and records Events"}
 """Pods that keep a service-account token, and why; every other platform pod has none."""
 THIRD_PARTY_PODS: dict[tuple[str, str], str] = {
     ("DaemonSet", "calico-node"): "Calico's node agent as Oracle documents it for OKE: privileged, host network "
@@ -41,6 +43,9 @@ THIRD_PARTY_PODS: dict[tuple[str, str], str] = {
     ("DaemonSet", "neuron-monitor"): "AWS's neuron-monitor DaemonSet as published (aws-neuron-sdk "
                                      "src/k8/k8s-neuron-monitor-daemonset.yml): privileged, to read the Neuron "
                                      "driver's counters on the node",
+    ("DaemonSet", "gpu-node-problem-detector"): "node-problem-detector as its upstream manifest runs it "
+                                                "(deployment/node-problem-detector.yaml@v1.36.0): privileged, to read "
+                                                "the host's /dev/kmsg; it keeps its token to patch its node's status",
 }
 """(kind, name) of pods rendered from an upstream manifest and run as published (e.g. a privileged node agent),
 with the reason; their images are still checked for digests."""
@@ -53,7 +58,24 @@ UNHARDENED_EXAMPLES: dict[tuple[str, str], str] = {
 }
 """(kind, name) of platform pods that do not meet the hardened security contexts yet, with the reason; their images
 are still checked for digests."""
-EXEMPT_PODS = {**THIRD_PARTY_PODS, **UNHARDENED_EXAMPLES}
+ROOT_SETUP_PODS: dict[tuple[str, str], str] = {
+    ("Job", "shared-file-system-directories"): "the storage layer's one-off Job (kube/storage_objects.py) creates the "
+                                               "claims' directories in a new file system, whose root belongs to root: "
+                                               "it runs as root, without any capability or privilege escalation, with "
+                                               "a read-only root filesystem and no token",
+}
+"""(kind, name) of platform pods that must run as root, with the reason; their images are still checked."""
+EXEMPT_PODS = {**THIRD_PARTY_PODS, **UNHARDENED_EXAMPLES, **ROOT_SETUP_PODS}
+HEALTH_CHECK_PODS = ("CronJob", "gpu-health-check-")
+HEALTH_CHECK_REASON = (
+    "the active health check (one CronJob per pool, kube/health_objects.py): its DCGM diagnostic runs as root with "
+    "SYS_ADMIN (DCGM's host engine and profiling counters), so the pod cannot be non-root; its all-reduce and "
+    "reporter containers are hardened, and the reporter keeps the token to label its node")
+
+
+def exempt(key: tuple[str, str]) -> bool:
+    """Whether a pod is exempt from the hardened contexts (`EXEMPT_PODS`, the health checks of every pool)."""
+    return key in EXEMPT_PODS or (key[0] == HEALTH_CHECK_PODS[0] and key[1].startswith(HEALTH_CHECK_PODS[1]))
 TRAINING_PODS = {("Job", "reference-training"), ("CronJob", "reference-retraining")}
 INFERENCE_PODS = {("Deployment", "sentiment")}
 OPTIMIZER_PODS = {("CronJob", "gpu-optimizer")}
@@ -214,7 +236,7 @@ def test_every_reference_stack_ships_the_platform_pods(manifests, stack):
 def test_platform_pods_run_hardened(manifests, stack):
     checked = set()
     for key, template in pod_templates(manifests[stack]):
-        if key in EXEMPT_PODS:
+        if exempt(key):
             continue
         spec = template["spec"]
         assert spec["securityContext"] == POD_SECURITY_CONTEXT, key
@@ -227,7 +249,7 @@ def test_platform_pods_run_hardened(manifests, stack):
 @pytest.mark.parametrize("stack", STACKS)
 def test_only_api_clients_mount_a_service_account_token(manifests, stack):
     for key, template in pod_templates(manifests[stack]):
-        if key in EXEMPT_PODS:
+        if exempt(key):
             continue
         # Explicit either way: the pod's field wins over whatever its ServiceAccount says.
         assert template["spec"]["automountServiceAccountToken"] is (key in API_CLIENTS), key
@@ -237,7 +259,7 @@ def test_only_api_clients_mount_a_service_account_token(manifests, stack):
 def test_writes_go_to_empty_dirs_and_home_is_writable(manifests, stack):
     """A read-only root: /tmp is an emptyDir in every container and HOME points into a writable mount."""
     for key, template in pod_templates(manifests[stack]):
-        if key in EXEMPT_PODS:
+        if exempt(key):
             continue
         spec = template["spec"]
         empty_dirs = {v["name"] for v in spec.get("volumes", []) if "emptyDir" in v}
@@ -279,6 +301,8 @@ def test_reference_stacks_pull_the_pinned_training_and_rdma_images(manifests):
         # Built by this project's release; no digest until it is pushed.
         "ghcr.io/gpu-platform/sentiment-inference:0.1.0",
         "ghcr.io/gpu-platform/gpu-platform:0.1.0",
+        # The health layer's node-problem-detector and DCGM diagnostic (versions.UNPINNED_IMAGES until resolved).
+        versions.NODE_PROBLEM_DETECTOR_IMAGE.reference, versions.DCGM_IMAGE.reference,
     } == references
 
 
@@ -290,19 +314,25 @@ def test_the_new_vendor_stacks_pull_their_images(manifests):
     assert rocm == ("docker.io/rocm/pytorch:rocm7.14_ubuntu24.04_py3.12_pytorch_release_2.11.0"
                     "@sha256:a223aee17aef5d21c3b9f63436dd19d27d1c665ec8b2f40011c9546cabae2a80")
     assert references("aws-neuron") == {"public.ecr.aws/neuron/neuron-monitor:1.3.0",
-                                        "ghcr.io/gpu-platform/sentiment-inference:0.1.0-neuron"}
+                                        "ghcr.io/gpu-platform/sentiment-inference:0.1.0-neuron",
+                                        # The health layer's remediation controller (NeuronHealth).
+                                        "ghcr.io/gpu-platform/gpu-platform:0.1.0"}
     assert references("azure-mi300x") == {
         rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm", "ghcr.io/gpu-platform/gpu-platform:0.1.0",
         "nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin@sha256:"
         "a2ea9cb60f1ce50d109650daca7e074b38cb9ac6a88bed78e266ef99c012782e",
-        "nvcr.io/nvidia/mellanox/doca-driver:doca3.3.0-26.01-1.0.0.0-0"}
+        "nvcr.io/nvidia/mellanox/doca-driver:doca3.3.0-26.01-1.0.0.0-0",
+        versions.NODE_PROBLEM_DETECTOR_IMAGE.reference}
     assert references("oci-mi300x") == {
         rocm, "ghcr.io/gpu-platform/sentiment-inference:0.1.0-rocm", "ghcr.io/gpu-platform/gpu-platform:0.1.0",
         "nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin@sha256:"
         "a2ea9cb60f1ce50d109650daca7e074b38cb9ac6a88bed78e266ef99c012782e",
-        versions.CALICO_NODE_IMAGE.reference, versions.CALICO_KUBE_CONTROLLERS_IMAGE.reference}
+        versions.CALICO_NODE_IMAGE.reference, versions.CALICO_KUBE_CONTROLLERS_IMAGE.reference,
+        versions.NODE_PROBLEM_DETECTOR_IMAGE.reference}
     assert references("gcp-tpu") == {
-        "docker.io/library/python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea"}
+        "docker.io/library/python:3.12-slim@sha256:78387bc3881b8273120a12ebe6c1ab22b018ccc2c9adf565ae1ac9b536e184ea",
+        # The health layer's remediation controller (GKE's KernelDeadlock and ReadonlyFilesystem on TPU nodes).
+        "ghcr.io/gpu-platform/gpu-platform:0.1.0"}
 
 
 def test_the_walker_skips_only_the_amd_driver_build_target(manifests):
@@ -323,11 +353,14 @@ def test_every_exemption_has_a_reason():
     assert set(versions.UNPINNED_IMAGES) == {"ghcr.io/gpu-platform/sentiment-inference",
                                              "ghcr.io/gpu-platform/gpu-platform",
                                              "nvcr.io/nvidia/mellanox/doca-driver",
-                                             "public.ecr.aws/neuron/neuron-monitor"}
+                                             "public.ecr.aws/neuron/neuron-monitor",
+                                             "registry.k8s.io/node-problem-detector/node-problem-detector",
+                                             "nvcr.io/nvidia/cloud-native/dcgm"}
     assert set(THIRD_PARTY_PODS) == {("DaemonSet", "calico-node"), ("Deployment", "calico-kube-controllers"),
-                                     ("DaemonSet", "neuron-monitor")}
+                                     ("DaemonSet", "neuron-monitor"), ("DaemonSet", "gpu-node-problem-detector")}
     assert set(UNHARDENED_EXAMPLES) == {("JobSet", "tpu-slice-check")}
     assert set(UNWALKED_IMAGE_FIELDS) == {("amd.com/v1alpha1", "DeviceConfig", ("spec", "driver", "image"))}
     assert all(reason.strip() for reason in versions.UNPINNED_IMAGES.values())
     assert all(reason.strip() for reason in (*API_CLIENTS.values(), *THIRD_PARTY_PODS.values(),
-                                             *UNHARDENED_EXAMPLES.values(), *UNWALKED_IMAGE_FIELDS.values()))
+                                             *UNHARDENED_EXAMPLES.values(), *UNWALKED_IMAGE_FIELDS.values(),
+                                             HEALTH_CHECK_REASON))

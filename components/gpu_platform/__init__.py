@@ -77,6 +77,10 @@ _COMPONENTS = {
     "LlmServiceArgs": ".kube.llm",
     "GpuOptimizer": ".kube.optimizer",
     "GpuOptimizerArgs": ".kube.optimizer",
+    "GpuHealth": ".kube.health",
+    "GpuHealthArgs": ".kube.health",
+    "DataPlaneStorage": ".kube.storage",
+    "DataPlaneStorageArgs": ".kube.storage",
     "WorkloadAutoscaling": ".kube.autoscaling",
     "WorkloadAutoscalingArgs": ".kube.autoscaling",
     # The whole platform from a parsed configuration (Python only)

@@ -7,7 +7,7 @@ Google Cloud GPU machine types (accelerator-optimized A2/A3/G2, N1 with attached
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import labels
 from .labels import Taint
@@ -235,6 +235,13 @@ class MachineShape:
     """GKE TPU machine types: the TPU slice topologies (``2x2``, ``4x4``, ``2x2x1``) a node pool of this machine type
     may form, its single-host topology first (the default); empty for every other shape. A topology of more chips
     than one VM has is a multi-host slice of ``chips / gpu_count`` nodes."""
+    all_reduce_bus_bandwidth_gbps: float | None = None
+    """Published two-node all-reduce bus bandwidth in GB/s (nccl-tests/rccl-tests ``all_reduce_perf`` over every GPU
+    of two nodes: the better of out-of-place and in-place busbw at the run's largest message size), from
+    `ALL_REDUCE_FIGURES`; None where no figure is published. ``gpu-platform verify`` holds a pool to
+    `min_all_reduce_bus_bandwidth_gbps`, a fraction of it."""
+    bus_bandwidth_source: str = ""
+    """Where `all_reduce_bus_bandwidth_gbps` is published (URL at a commit, and the run's message size)."""
 
     @property
     def gpu(self) -> GpuModel | None:
@@ -247,6 +254,14 @@ class MachineShape:
     @property
     def rdma_capable(self) -> bool:
         return self.rdma_fabric is not None
+
+    @property
+    def min_all_reduce_bus_bandwidth_gbps(self) -> float | None:
+        """The least two-node all-reduce bus bandwidth (GB/s) ``verify`` accepts: `ALL_REDUCE_THRESHOLD_FRACTION` of
+        the published figure, rounded to 0.1; None (informational only) where no figure is published."""
+        if self.all_reduce_bus_bandwidth_gbps is None:
+            return None
+        return round(self.all_reduce_bus_bandwidth_gbps * ALL_REDUCE_THRESHOLD_FRACTION, 1)
 
     @property
     def multi_node_nvlink(self) -> bool:
@@ -471,6 +486,36 @@ SHAPES: dict[tuple[str, str], MachineShape] = {
     (s.cloud, s.name): s
     for s in (*_AWS, *_AWS_NEURON, *_AZURE, *_AZURE_AMD, *_GCP, *_GCP_TPU, *_OCI, *_OCI_AMD, *_RACKS)
 }
+
+ALL_REDUCE_THRESHOLD_FRACTION = 0.8
+"""Share of a shape's published two-node all-reduce bus bandwidth a pool must reach in ``verify``: published runs are
+tuned, pinned and on quiet fabric; 80 % leaves room for a different NCCL, topology placement and neighbours while
+still catching a missing rail, a disabled GPUDirect RDMA or a TCP fallback (each costs far more than 20 %)."""
+
+ALL_REDUCE_FIGURES: dict[tuple[str, str], tuple[float, str]] = {
+    ("aws", "p4de.24xlarge"): (78.33, "https://github.com/aws-samples/awsome-distributed-training/blob/"
+                               "7217859f67bc693c52ff175ccc6082c41dbd7a1b/micro-benchmarks/nccl-tests/README.md "
+                               "(Results: 2 x p4de.24xlarge, 2 GiB)"),
+    ("aws", "p5.48xlarge"): (487.26, "https://github.com/aws-samples/awsome-distributed-training/blob/"
+                             "7217859f67bc693c52ff175ccc6082c41dbd7a1b/micro-benchmarks/nccl-tests/README.md "
+                             "(Results: 2 x p5.48xlarge, 16 GiB)"),
+    ("azure", "Standard_ND96asr_v4"): (187.22, "https://github.com/Azure/aks-rdma-infiniband/blob/"
+                                       "700dabb4fe0451d482ae09a373617ed68658b021/tests/expected-output.md "
+                                       "(1.1 mpijob, 2 workers, 8 GiB)"),
+    ("gcp", "a3-highgpu-8g"): (90.05, "https://github.com/GoogleCloudPlatform/ai-infra-cluster-provisioning/blob/"
+                               "d5cdbd194ccfeb9770990f2e36fde38a4a862c00/sample_workloads/nccltest/a3/README.md "
+                               "(2-node GPUDirect-TCPX, 8 GiB)"),
+    ("oci", "BM.GPU.MI300X.8"): (358.37, "https://github.com/oracle-quickstart/oci-hpc-oke/blob/"
+                                 "61d210acc37f1990f27012aa4f108c5db4e52ab2/docs/running-nccl-rccl-tests-from-slurm-"
+                                 "operator.md (RCCL example output: two nodes, 16 GiB)"),
+}
+"""Published two-node all-reduce bus bandwidths (GB/s) and their sources; each run's output is kept verbatim in
+tests/data/health/ with a ``.source`` file. A shape missing here has no published two-node figure that could be
+found (p5e/p5en/p6, ND H100/H200 v5, A3 Mega/Ultra, A4, OCI H100/H200/B200 ...): ``verify`` reports its measurement
+as informational. Not used: the awsome-distributed-training health check's ``get_min_bus_bw`` (p5.48xlarge 800 GB/s
+over 8 B-128 MB), which its own README's two-node p5 run (487 GB/s at 16 GiB) does not reach."""
+for _key, (_figure, _source) in ALL_REDUCE_FIGURES.items():
+    SHAPES[_key] = replace(SHAPES[_key], all_reduce_bus_bandwidth_gbps=_figure, bus_bandwidth_source=_source)
 
 # GCP attachable accelerators (N1): GPU model and the counts GCP allows per VM.
 GCP_ATTACHABLE = {

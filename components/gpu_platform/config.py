@@ -33,12 +33,12 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
 )
 from .errors import ConfigError, did_you_mean, one_of
 from .gateway_config import parse_gateway
-from .health_config import parse_health
+from .health_config import check_health, parse_health
 from .kube.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
 from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
 from .llm_config import check_llm, parse_llm
 from .pools import SHARING_MODES, Sharing
-from .storage_config import parse_storage
+from .storage_config import check_storage_quotas, parse_storage
 
 NAMESPACE = "gpu-platform"
 GPU_SOFTWARE = ("operator", "device-plugin", "cloud-managed")
@@ -399,7 +399,7 @@ def parse_team(raw_value: Any, path: str,
     """One ``teams`` entry; ``advertised``: the accelerator resources the stack's node pools advertise."""
     raw = as_mapping(raw_value, path)
     check_keys(raw, {"name", "gpuQuota", "cpuQuota", "memoryQuotaGi", "group", "borrowingLimit", "lendingLimit",
-                     "podSecurity", "quotas"}, path)
+                     "podSecurity", "quotas", "storageQuota"}, path)
     name = read_dns_label(raw, "name", path)
     quotas = parse_quotas(raw, path, advertised)
     # `quotas: {nvidia.com/gpu: n}` is gpuQuota spelled the other way: one field holds it.
@@ -424,7 +424,17 @@ def parse_team(raw_value: Any, path: str,
         lending_limit=lending,
         pod_security=read_enum(raw, "podSecurity", path, POD_SECURITY_LEVELS, "baseline"),
         quotas=tuple(sorted(quotas.items())),
+        storage_quota=_storage_quota(raw, path),
     )
+
+
+def _storage_quota(raw: Mapping, path: str) -> Optional[str]:
+    """``teams[].storageQuota`` checked (`storage_config.parse_storage_quota`), as given."""
+    from .storage_config import parse_storage_quota
+
+    value = read_str(raw, "storageQuota", path, None)
+    parse_storage_quota(value, join(path, "storageQuota"))
+    return value
 
 
 def _section(raw: Mapping, key: str) -> Mapping:
@@ -702,6 +712,8 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     _check_scheduling(config)
     _check_autoscalers(config)
     check_llm(config)
+    check_health(config, raw)
+    check_storage_quotas(config)
     parse_cluster = getattr(options, "parse_cluster_options", None)
     if parse_cluster is not None:
         config = replace(config, cluster_options=parse_cluster(raw, config))

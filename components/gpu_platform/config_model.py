@@ -105,6 +105,10 @@ class TeamConfig:
     (``aws.amazon.com/neuron: 16``, ``amd.com/gpu: 8``), each >= 0 and advertised by a node pool. They cap the
     namespace like ``gpuQuota`` and are split over the team's Kueue flavors the same way. ``nvidia.com/gpu`` here
     is ``gpuQuota`` under another name (give one of them)."""
+    storage_quota: Optional[str] = None
+    """``storageQuota``: storage the team's claims may request in total (``requests.storage`` of its namespace's
+    quota), whole ``Gi`` or ``Ti`` such as ``2Ti``. With ``storage.sharedFileSystem`` its datasets and checkpoints
+    claims split it evenly (less 1Gi per bucket claim). Default: no storage quota."""
 
     def quota_of(self, resource: str) -> int:
         """The team's quota of one accelerator resource: ``gpu_quota`` for ``nvidia.com/gpu``, else its `quotas`

@@ -238,3 +238,23 @@ QUARANTINE_TAINT_KEY = f"{DOMAIN}/quarantined"
 cordoning it; every scheduler (Kueue's topology-aware one included) keeps new pods off it."""
 QUARANTINED_AT_ANNOTATION = f"{DOMAIN}/quarantined-at"
 """When remediation quarantined the node (RFC 3339): the cool-down and the release after a passing check read it."""
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+"""The taint Kubernetes puts on a cordoned node: the active health check tolerates it, so that a quarantined
+(cordoned) node can be checked again and released."""
+
+
+# Storage (issue 23): what pods that mount the stack's buckets carry for their cloud's CSI driver and identity.
+GKE_GCSFUSE_VOLUMES_ANNOTATION = "gke-gcsfuse/volumes"
+"""``"true"`` on a pod that mounts a Cloud Storage FUSE volume: GKE's webhook injects the gcsfuse sidecar (GKE "Access
+Cloud Storage buckets with the Cloud Storage FUSE CSI driver")."""
+AZURE_WORKLOAD_IDENTITY_USE_LABEL = "azure.workload.identity/use"
+"""``"true"`` on a pod whose ServiceAccount's federated token it should get (Azure Workload Identity's webhook)."""
+AZURE_WORKLOAD_IDENTITY_CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
+"""ServiceAccount annotation: the client id of the user-assigned managed identity its tokens are exchanged for."""
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+"""The kubelet's annotation on the mirror pod of a static pod (kubernetes ``pkg/kubelet/types/pod_update.go``,
+``ConfigMirrorAnnotationKey``): remediation's drain never evicts such pods, like ``kubectl drain``."""
+VERIFY_RUN_LABEL = f"{DOMAIN}/verify-run"
+"""On every object ``gpu-platform verify`` creates (its namespace, pods, Jobs, Services, ConfigMaps), valued with the
+run's id: what the run deletes at its end, and what ``kubectl delete ... -l gpu-platform.io/verify-run`` finds if a
+run was killed before it could."""

@@ -249,9 +249,14 @@ class GpuPlatform(pulumi.ComponentResource):
         # The reference job is PyTorch DDP on NVIDIA or AMD GPUs (a TPU slice's job is the TPU layer's; the
         # configuration refuses training on Neuron pools).
         planned_training = reference_training(config, self.pools)
+        storage = self.layers.get("storage")
         if planned_training is not None:
+            from .kube.storage import backends_of, training_storage
+
             train_pool, team = planned_training
             per_gpu = config.scheduling.per_gpu_priority_classes
+            # The team's datasets and checkpoints claims and the buckets, when the stack has storage (else {}).
+            mounts = training_storage(config, backends_of(self), team.name) if config.storage.enabled else {}
             self.layers["training"] = TrainingWorkload(f"{name}-training", {
                 "pool": train_pool.spec(),
                 "namespace": team.name,
@@ -264,9 +269,11 @@ class GpuPlatform(pulumi.ComponentResource):
                 "job_priority_class": workload_class_name(MEDIUM, train_pool, per_gpu),
                 "retrain_priority_class": workload_class_name(HIGH, train_pool, per_gpu),
                 "schedule": config.training.schedule,
-                "checkpoint_size": config.training.checkpoint_size,
-                "checkpoint_storage_class": config.training.checkpoint_storage_class,
-            }, opts=self._k8s_opts(depends_on=[
+                **({} if "checkpoint_claim" in mounts else {
+                    "checkpoint_size": config.training.checkpoint_size,
+                    "checkpoint_storage_class": config.training.checkpoint_storage_class}),
+                **mounts,
+            }, opts=self._k8s_opts(depends_on=[*(storage.ready if storage is not None else []),
                 *kueue_ready, *self._priority_objects(workload_class_name(MEDIUM, train_pool, per_gpu),
                                                       workload_class_name(HIGH, train_pool, per_gpu)),
                 self.layers["tenancy"][team.name], *self._dra_driver(train_pool)]))
@@ -291,6 +298,7 @@ class GpuPlatform(pulumi.ComponentResource):
         infer_pool = chosen_pool(config, self.pools)
         if config.inference.enabled and infer_pool is not None:
             from .kube.keda import KedaOperator
+            from .kube.storage import backends_of, inference_cache
             from .kube.workloads import InferenceService, inference_args
 
             monitoring = self.layers.get("monitoring")
@@ -298,7 +306,9 @@ class GpuPlatform(pulumi.ComponentResource):
             # The inference-critical PriorityClass first (and the DRA driver's DeviceClasses on a DRA pool); with
             # monitoring, the ServiceMonitor CRD and KEDA; with a Gateway, its CRDs, controller and Gateway.
             after = [*self._priority_objects(INFERENCE_CRITICAL.name), *self._dra_driver(infer_pool),
-                     *(gateway.ready if gateway is not None else [])]
+                     *(gateway.ready if gateway is not None else []),
+                     # The shared model cache's volume, which the app's cache claim binds to.
+                     *(storage.volumes.values() if storage is not None else [])]
             if monitoring is not None:
                 after.append(monitoring.release)
                 if config.inference.autoscaler == "keda":
@@ -316,12 +326,18 @@ class GpuPlatform(pulumi.ComponentResource):
                     hostname=config.inference.ingress_host, request_timeout=config.gateway.request_timeout,
                     max_request_body_size=config.gateway.body_limit(config.cloud),
                     rate_limit_per_minute=config.gateway.rate_limit_per_minute) if gateway is not None else None,
+                model_cache=inference_cache(config, backends_of(self)),
             ), opts=self._k8s_opts(depends_on=after))
         # [layer: llm]
         from .kube.llm import build_llm_layer
 
         # The LLM service: vLLM behind an InferencePool, routed by the gateway's endpoint picker.
         build_llm_layer(self, name)
+        # [layer: service_storage]
+        from .kube.storage import build_service_storage
+
+        # The buckets' claims and ServiceAccounts in the services' namespaces, which the services create (issue 23).
+        build_service_storage(self, name)
         # [layer: optimizer]
         monitoring = self.layers.get("monitoring")
         if config.runs_optimizer and monitoring is not None:

@@ -58,6 +58,8 @@ COMPONENTS: tuple[str, ...] = (
     "gpu_platform.kube.cert_manager:CertManager",
     "gpu_platform.kube.llm:LlmService",
     "gpu_platform.kube.optimizer:GpuOptimizer",
+    "gpu_platform.kube.health:GpuHealth",
+    "gpu_platform.kube.storage:DataPlaneStorage",
     "gpu_platform.clouds.aws.cluster_autoscaler:EksClusterAutoscaler",
     "gpu_platform.clouds.aws.karpenter:KarpenterAutoscaler",
     "gpu_platform.clouds.oci.autoscaler:OkeClusterAutoscaler",

@@ -24,8 +24,17 @@ class CsiDriverChart:
     """A CSI driver the Kubernetes layer installs with Helm (where the cloud offers it as no add-on)."""
 
     name: str
-    """Release name and the `versions` entry that pins the chart (e.g. ``azurelustre-csi-driver``)."""
+    """Release name and the `versions.CSI_DRIVER_CHARTS` entry that pins the chart."""
     values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CsiDriverManifests:
+    """A CSI driver the Kubernetes layer applies from pinned upstream manifests (one with neither a cloud add-on nor
+    a released Helm chart, e.g. the Azure Lustre CSI driver)."""
+
+    name: str
+    """The `versions.CSI_DRIVER_MANIFESTS` entry whose URLs (pinned by release tag) are applied, in order."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,14 @@ class SharedFileSystemBackend:
     storage_class: Optional[str] = None
     """``storage-class`` kind: the existing ReadWriteMany StorageClass team claims are provisioned from."""
     csi_chart: Optional[CsiDriverChart] = None
-    """A CSI driver the Kubernetes layer must install (None: the cloud layer enabled it as an add-on)."""
+    """A CSI driver the Kubernetes layer must install with Helm (None: an add-on, or `csi_manifests`)."""
+    csi_manifests: Optional[CsiDriverManifests] = None
+    """A CSI driver the Kubernetes layer must apply from pinned manifests (None: an add-on, or `csi_chart`)."""
+    sub_directory_mounts: bool = True
+    """Whether ``csi_source`` honours ``sub_directory`` (each team claim mounts its own directory). False where the
+    driver mounts only the file system's root (GKE Managed Lustre): every claim then exposes the whole file system,
+    the platform's own workloads mount their directory with ``subPath``, and the claims are no isolation boundary
+    between teams."""
     throughput_mbps_per_tib: Optional[int] = None
     """The tier bought (MB/s per TiB), for the plan's summary and docs."""
 

@@ -149,6 +149,9 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
         "arn": f"arn:aws:iam::{ACCOUNT_ID}:instance-profile/{i.get('name', n)}", "name": i.get("name", n)},
     "aws:cloudwatch/eventRule:EventRule": lambda n, i: {
         "arn": f"arn:aws:events:{DEFAULT_REGION}:{ACCOUNT_ID}:rule/{i.get('name', n)}", "name": i.get("name", n)},
+    "aws:fsx/lustreFileSystem:LustreFileSystem": lambda n, i: {
+        "arn": f"arn:aws:fsx:{DEFAULT_REGION}:{ACCOUNT_ID}:file-system/fs-{n}",
+        "dnsName": f"fs-{n}.fsx.{DEFAULT_REGION}.amazonaws.com", "mountName": "abcdefgh"},
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": lambda n, i: {
         "associationArn": f"arn:aws:eks:{DEFAULT_REGION}:{ACCOUNT_ID}:podidentityassociation/{n}",
         "associationId": f"a-{n}"},
@@ -203,6 +206,13 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
               f"{i.get('providerNamespace')}/subscriptionFeatureRegistrations/{i.get('featureName', n)}",
         "properties": {"state": "Registered", "featureName": i.get("featureName", n),
                        "providerNamespace": i.get("providerNamespace")}},
+    # An Azure Managed Lustre file system tells clients its MGS address (the first address after Azure's reserved
+    # ones in its subnet) and the driver-facing details.
+    "azure-native:storagecache:AmlFilesystem": lambda n, i: {
+        "name": i.get("amlFilesystemName", n),
+        "id": _arm_id(i.get("resourceGroupName"), "Microsoft.StorageCache/amlFilesystems", n),
+        "clientInfo": {"mgsAddress": "10.225.0.4", "lustreVersion": "2.15.7",
+                       "mountCommand": "sudo mount -t lustre -o noatime,flock 10.225.0.4@tcp:/lustrefs /lustrefs"}},
     # GCP
     "gcp:container/cluster:Cluster": lambda n, i: {
         "name": i.get("name", n), "endpoint": "34.1.2.3",
@@ -229,12 +239,20 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     "gcp:projects/iAMMember:IAMMember": lambda n, i: {"etag": "BwYmock="},
     "gcp:serviceaccount/account:Account": lambda n, i: {
         "email": f"{i.get('accountId', n)}@mock.iam.gserviceaccount.com"},
+    # Managed Lustre reports where clients mount it (``IP_ADDRESS@tcp:/FILESYSTEM``), from its peering range.
+    "gcp:lustre/instance:Instance": lambda n, i: {
+        "name": f"projects/{i.get('project', 'mock-project')}/locations/{i.get('location')}/instances/"
+                f"{i.get('instanceId', n)}",
+        "mountPoint": f"10.10.0.2@tcp:/{i.get('filesystem')}"},
     # OCI (ids come from `outputs_for`; mock resources are in us-ashburn-1, "iad")
     # A vault's endpoints as KMS returns them (``https://<vault prefix>-management.kms.<region>.oraclecloud.com``):
     # keys are created against the management endpoint.
     "oci:Kms/vault:Vault": lambda n, i: {
         "managementEndpoint": f"https://{n}-management.kms.us-ashburn-1.oraclecloud.com",
         "cryptoEndpoint": f"https://{n}-crypto.kms.us-ashburn-1.oraclecloud.com"},
+    # A mount target's private IP (OCI assigns one from the subnet) and the export set it creates.
+    "oci:FileStorage/mountTarget:MountTarget": lambda n, i: {
+        "ipAddress": i.get("ipAddress") or "10.0.16.200", "exportSetId": f"ocid1.exportset.oc1.iad.{n}"},
     # pulumi-random: a deterministic stand-in with the requested length (the real one is random and secret).
     "random:index/randomPassword:RandomPassword": lambda n, i: {
         "result": ("mock" + n.replace("-", ""))[: int(i.get("length", 16))].ljust(int(i.get("length", 16)), "x"),
@@ -282,6 +300,9 @@ def _aks_credentials(args: dict) -> dict:
     return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
 
 
+MOCK_OCI_OBJECT_STORAGE_NAMESPACE = "mocktenancyns"
+"""The Object Storage namespace the mock ``oci.objectstorage.get_namespace`` answers (a tenancy's is a short string)."""
+
 CALLS: dict[str, Callable[[dict], dict]] = {
     "aws:index/getCallerIdentity:getCallerIdentity": lambda a: {
         "accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/mock", "userId": "MOCK"},
@@ -291,6 +312,9 @@ CALLS: dict[str, Callable[[dict], dict]] = {
         "id": a.get("region") or DEFAULT_REGION},
     "aws:index/getPartition:getPartition": lambda a: {"partition": "aws", "dnsSuffix": "amazonaws.com"},
     "aws:index/getRegion:getRegion": lambda a: {"name": DEFAULT_REGION, "region": DEFAULT_REGION},
+    "aws:eks/getAddonVersion:getAddonVersion": lambda a: {
+        "id": a.get("addonName"), "addonName": a.get("addonName"), "kubernetesVersion": a.get("kubernetesVersion"),
+        "version": f"v1.0.0-eksbuild.1-mock-k8s{a.get('kubernetesVersion')}"},
     "azure-native:containerservice:listManagedClusterUserCredentials": _aks_credentials,
     "azure-native:authorization:getClientConfig": lambda a: {
         "clientId": "00000000-0000-0000-0000-000000000001", "objectId": "00000000-0000-0000-0000-000000000002",
@@ -310,6 +334,8 @@ CALLS: dict[str, Callable[[dict], dict]] = {
     "oci:ContainerEngine/getClusterOption:getClusterOption": lambda a: {
         "clusterOptionId": a.get("clusterOptionId"), "kubernetesVersions": list(OKE_VERSIONS),
         "clusterPodNetworkOptions": [{"cniType": "OCI_VCN_IP_NATIVE"}, {"cniType": "FLANNEL_OVERLAY"}]},
+    "oci:Core/getSubnet:getSubnet": lambda a: {"id": a.get("subnetId"), "subnetId": a.get("subnetId"),
+                                                "cidrBlock": "10.0.16.0/20"},
     "oci:Core/getServices:getServices": lambda a: {"services": [
         {"id": "ocid1.service.oc1.iad.all-services", "name": "All IAD Services In Oracle Services Network",
          "cidrBlock": "all-iad-services-in-oracle-services-network",
@@ -317,12 +343,15 @@ CALLS: dict[str, Callable[[dict], dict]] = {
         {"id": "ocid1.service.oc1.iad.objectstorage", "name": "OCI IAD Object Storage",
          "cidrBlock": "oci-iad-objectstorage", "description": "OCI IAD Object Storage"},
     ]},
+    "oci:ObjectStorage/getNamespace:getNamespace": lambda a: {"namespace": MOCK_OCI_OBJECT_STORAGE_NAMESPACE,
+                                                              "compartmentId": a.get("compartmentId")},
     "kubernetes:yaml:decode": lambda a: {"result": []},
 }
 """Answers per invoke token. Extend it for the data sources your own stack calls."""
 
 
-AWS_ID_PREFIXES = {"aws:ec2/subnet:Subnet": "subnet", "aws:ec2/securityGroup:SecurityGroup": "sg"}
+AWS_ID_PREFIXES = {"aws:ec2/subnet:Subnet": "subnet", "aws:ec2/securityGroup:SecurityGroup": "sg",
+                   "aws:fsx/lustreFileSystem:LustreFileSystem": "fs"}
 """EC2 ids carry their kind's prefix (``subnet-...``, ``sg-...``): Karpenter's EC2NodeClass schema checks it."""
 
 

@@ -313,9 +313,59 @@ the release builds it with GOARCH=amd64 (Dockerfile@v1.5.0)."""
 PLATFORM_IMAGE = pinned("ghcr.io/gpu-platform/gpu-platform", "0.1.0")
 """The library with ``gpu-platform optimize`` (the optimizer CronJob), built by this project."""
 
+# --- The storage layer (kube/storage.py) ---
+# csi-rclone 0.6.0 (SwissDataScienceCenter/csi-rclone, tag v0.6.0 of 2026-02-05, the newest release; commits to
+# 2026-04-10, the Renku platform's driver). Its publish-chart.yaml runs chartpress on every tag, which publishes the
+# chart to SwissDataScienceCenter/helm-charts (chartpress.yaml: published https://swissdatasciencecenter.github.io/
+# helm-charts; README: `helm repo add renku ...`, `helm install csi-rclone renku/csi-rclone`) at the tag without its
+# leading v, with the image renku/csi-rclone at the tag (rclone fork v1.71.2+renku-1: the Dockerfile's
+# ghcr.io/swissdatasciencecenter/rclone, commit e7b6a64). OCI buckets (clouds/oci/storage_options.py).
+CSI_RCLONE = Chart("csi-rclone", "0.6.0", "https://swissdatasciencecenter.github.io/helm-charts")
+CSI_DRIVER_CHARTS: dict[str, Chart] = {"csi-rclone": CSI_RCLONE}
+"""CSI drivers the storage layer installs with Helm (a cloud's `storage_backends.CsiDriverChart` names its entry):
+those no cloud add-on covers. The cloud layers' storage modules add their pins here."""
+# Azure Lustre CSI driver v0.4.0 (kubernetes-sigs/azurelustre-csi-driver, tag of 2026-04-01, commit 9011a5f, the newest
+# tag; the repository is maintained). No AKS add-on installs it and upstream releases no Helm chart (the tag's
+# charts/ holds only a README: Helm "is currently unsupported"), so the storage layer applies the six
+# manifests of the tag's deploy/install-driver.sh, in its order, each pinned by the tag in its URL. The node plugin
+# comes in two DaemonSets selected by `kubernetes.azure.com/os-sku-effective`: -jammy (Ubuntu2204, Ubuntu2004) and
+# -noble (Ubuntu2404); AKS's `Ubuntu` OS SKU is 22.04 before Kubernetes 1.35 and 24.04 from 1.35.
+AZURELUSTRE_CSI_DRIVER_VERSION = "v0.4.0"
+_AZURELUSTRE_DEPLOY = ("https://raw.githubusercontent.com/kubernetes-sigs/azurelustre-csi-driver/"
+                       f"{AZURELUSTRE_CSI_DRIVER_VERSION}/deploy/")
+CSI_DRIVER_MANIFESTS: dict[str, tuple[str, ...]] = {
+    "azurelustre-csi-driver": tuple(_AZURELUSTRE_DEPLOY + f for f in (
+        "rbac-csi-azurelustre-controller.yaml", "rbac-csi-azurelustre-node.yaml", "csi-azurelustre-driver.yaml",
+        "csi-azurelustre-controller.yaml", "csi-azurelustre-node-jammy.yaml", "csi-azurelustre-node-noble.yaml")),
+}
+"""CSI drivers the storage layer applies from pinned upstream manifests (a cloud's `storage_backends.CsiDriverManifests`
+names its entry), in order: those with neither a cloud add-on nor a released chart. The provider reads each URL when
+the stack is deployed; the offline plan records the ``ConfigFile``."""
+PRE_PULL_HOLDER_IMAGE = PLATFORM_IMAGE
+"""The image of the pre-pull DaemonSet's one long-running container (``sleep infinity``, a few MB of memory): the
+platform's own image, which every stack already trusts (amd64; arm64 pools use the multi-arch `TRAINING_IMAGE`); the
+images it pre-pulls run only ``true`` as init steps."""
+
+# --- Node health (kube/health.py, docs/health.md) ---
+NODE_PROBLEM_DETECTOR_IMAGE = pinned("registry.k8s.io/node-problem-detector/node-problem-detector", "v1.36.0")
+"""node-problem-detector v1.36.0 (kubernetes/node-problem-detector, tag of 2026-07-11, the newest stable release:
+v1.37.0-alpha.1 is a pre-release). Its ENTRYPOINT bakes in the stock kernel monitors (Dockerfile@v1.36.0), so the
+DaemonSet sets ``command`` to run only the platform's GPU/RDMA monitor (`health_catalog.npd_config`)."""
+DCGM_IMAGE = pinned("nvcr.io/nvidia/cloud-native/dcgm", "4.5.2-1-ubuntu22.04")
+"""NVIDIA DCGM with ``dcgmi`` and the diagnostic plugins: the image and tag GPU Operator v26.3.3 pins for its DCGM
+host engine (deployments/gpu-operator/values.yaml ``dcgm.repository/image/version``). The dcgm-exporter image is
+not used for ``dcgmi diag``: it installs only datacenter-gpu-manager-4-core and -proprietary
+(docker/Dockerfile@4.5.3-4.8.2), without the CUDA diagnostic packages."""
+HEALTH_UNPINNED_IMAGES: dict[str, str] = {
+    image.repository: "digest not resolved yet (no registry reachable where this pin was made); "
+                      "scripts/refresh-image-digests.py resolves it"
+    for image in (NODE_PROBLEM_DETECTOR_IMAGE, DCGM_IMAGE) if not image.digest}
+"""The health layer's images without a digest yet, with the reason."""
+
 PINNED_IMAGES = (TRAINING_IMAGE, ROCM_TRAINING_IMAGE, RDMA_SHARED_DEVICE_PLUGIN_IMAGE, CALICO_NODE_IMAGE,
                  CALICO_KUBE_CONTROLLERS_IMAGE, NEURON_MONITOR_IMAGE, TPU_EXAMPLE_IMAGE, INFERENCE_IMAGE,
-                 ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE, VLLM_IMAGE, ENDPOINT_PICKER_IMAGE)
+                 ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE, VLLM_IMAGE, ENDPOINT_PICKER_IMAGE,
+                 NODE_PROBLEM_DETECTOR_IMAGE, DCGM_IMAGE)
 """Every image whose tag names one manifest: ``scripts/refresh-image-digests.py`` resolves these."""
 PROJECT_BUILT_IMAGES = (INFERENCE_IMAGE, ROCM_INFERENCE_IMAGE, NEURON_INFERENCE_IMAGE, PLATFORM_IMAGE)
 """Images this repository builds: their digest exists only once a release has pushed them (the release then runs
@@ -327,6 +377,7 @@ UNPINNED_IMAGES: dict[str, str] = {
                                   "the node's kernel for precompiled drivers); a digest would force one OS and "
                                   "architecture on every pool and turn the precompiled lookup off",
     **NEURON_UNPINNED_IMAGES,
+    **HEALTH_UNPINNED_IMAGES,
 }
 """Repositories the platform may name without a digest, with the reason. Every other image carries one (the test
 suite checks every reference stack's manifests)."""

@@ -119,6 +119,24 @@ def _with_llm(raw: dict) -> dict:
     return raw
 
 
+def _with_storage(raw: dict) -> dict:
+    """The minimal stack with a shared file system (a class on existing clusters) and, on clouds, a bucket."""
+    cloud = raw["cloud"]
+    shared: dict[str, Any] = {"sizeGiB": 36000}
+    if cloud == "existing":
+        shared["storageClass"] = "cephfs"
+    raw["storage"] = {"sharedFileSystem": shared}
+    if cloud != "existing":
+        raw["storage"]["buckets"] = [{"name": "datasets", "bucket": "docs-example",
+                                      **({"storageAccount": "docsexample"} if cloud == "azure" else {})}]
+    return raw
+
+
+def _storage_field(key: str) -> str:
+    """The `storage_config` field of a storage key (``profile`` is a bucket's own, not a pool's MIG profile)."""
+    return {"throughputPerTiB": "throughput_per_tib", "profile": "profile"}.get(key) or field_name(key)
+
+
 def shared_sections() -> list[Section]:
     """Keys every cloud accepts."""
     sections = [
@@ -150,9 +168,30 @@ def shared_sections() -> list[Section]:
     sections.append(Section("health", "`health`", "health", health_config.HealthConfig,
                             tuple(sorted(keys_checked_in(health_config, "parse_health"))), CLOUDS,
                             lambda c: c.health))
+    sections.append(Section("health-activechecks", "`health.activeChecks`", "health.activeChecks",
+                            health_config.ActiveChecksConfig,
+                            tuple(sorted(keys_checked_in(health_config, "parse_active_checks"))), CLOUDS,
+                            lambda c: c.health.active_checks))
+    sections.append(Section("health-remediation", "`health.remediation`", "health.remediation",
+                            health_config.RemediationConfig,
+                            tuple(sorted(keys_checked_in(health_config, "parse_remediation"))), CLOUDS,
+                            lambda c: c.health.remediation))
     sections.append(Section("storage", "`storage`", "storage", storage_config.StorageConfig,
                             tuple(sorted(keys_checked_in(storage_config, "parse_storage"))), CLOUDS,
                             lambda c: c.storage))
+    sections.append(Section("storage-sharedfilesystem", "`storage.sharedFileSystem`", "storage.sharedFileSystem",
+                            storage_config.SharedFileSystemConfig,
+                            tuple(sorted(keys_checked_in(storage_config, "_parse_shared_file_system"))), CLOUDS,
+                            lambda c: c.storage.shared_file_system, probe=_with_storage,
+                            field_of=_storage_field))
+    sections.append(Section("storage-buckets", "`storage.buckets[]`", "storage.buckets[]", storage_config.BucketConfig,
+                            tuple(sorted(keys_checked_in(storage_config, "_parse_bucket"))), MANAGED_CLOUDS,
+                            lambda c: c.storage.buckets[0], probe=_with_storage,
+                            field_of=_storage_field))
+    sections.append(Section("storage-imagepulls", "`storage.imagePulls`", "storage.imagePulls",
+                            storage_config.ImagePullsConfig,
+                            tuple(sorted(keys_checked_in(storage_config, "_parse_image_pulls"))), CLOUDS,
+                            lambda c: c.storage.image_pulls))
     # Parsed in its own module, absent (None) unless the stack has it: probed with a small model.
     sections.append(Section("llm", "`llm`", "llm", llm_config.LlmConfig,
                             tuple(sorted(keys_checked_in(llm_config, "parse_llm"))), CLOUDS, lambda c: c.llm,

@@ -42,9 +42,10 @@ from .. import catalog, labels
 from ..pools import GpuPool
 from ..priorities import INFERENCE_CRITICAL
 from ..versions import INFERENCE_IMAGE, KEDA_API_VERSION, PROMETHEUS_OPERATOR_API_VERSION
-from . import dra_objects, gateway_objects, monitoring_policies, namespace_security, pod_security
+from . import dra_objects, gateway_objects, monitoring_policies, namespace_security, pod_security, storage_objects
 from .common import metadata
 from .gateway_objects import RouteTarget
+from .health_placement import healthy_node_affinity
 
 HAMI_MEMORY_RESOURCE = "nvidia.com/gpumem"
 """HAMi's per-pod GPU memory share, MiB."""
@@ -106,6 +107,11 @@ class InferenceSpec:
     """Size of a PersistentVolumeClaim mounted at `MODEL_CACHE_PATH` as the Hugging Face cache (None: no claim)."""
     model_cache_storage_class: Optional[str] = None
     model_cache_access_mode: str = "ReadWriteMany"
+    model_cache_volume: Optional[str] = None
+    """The PersistentVolume the cache claim binds to (a static volume of the shared file system); None: provisioned."""
+    model_cache_sub_path: Optional[str] = None
+    """The directory of the cache's volume mounted (``subPath``), where the file system's driver mounts only its root
+    (GKE Managed Lustre); None: the whole volume."""
     monitoring_namespace: Optional[str] = None
     """Namespace of Prometheus (admitted by the NetworkPolicy); None: no ServiceMonitor either."""
     service_monitor_labels: dict[str, str] = field(default_factory=dict)
@@ -254,7 +260,8 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
     mounts: list[dict[str, Any]] = [tmp_mount]
     if spec.model_cache_size:
         volumes.append({"name": "model-cache", "persistentVolumeClaim": {"claimName": model_cache_name(spec)}})
-        mounts.append({"name": "model-cache", "mountPath": MODEL_CACHE_PATH})
+        mounts.append(storage_objects.sub_path_mount({"name": "model-cache", "mountPath": MODEL_CACHE_PATH},
+                                                     spec.model_cache_sub_path))
     container = {
         "name": "server",
         "image": spec.image,
@@ -272,6 +279,7 @@ def deployment(spec: InferenceSpec) -> dict[str, Any]:
         "priorityClassName": spec.priority_class,
         "nodeSelector": dict(spec.pool.selector),
         "tolerations": spec.pool.tolerations,
+        "affinity": healthy_node_affinity(),  # off nodes that failed their last health check
         "topologySpreadConstraints": topology_spread(spec),
         # Endpoints removal delay + drain + margin: SIGKILL must never cut a request the app is finishing.
         "terminationGracePeriodSeconds": SHUTDOWN_DELAY_S + DRAIN_TIMEOUT_S + 5,
@@ -441,5 +449,8 @@ def model_cache_claim(spec: InferenceSpec) -> dict[str, Any]:
                              "resources": {"requests": {"storage": spec.model_cache_size}}}
     if spec.model_cache_storage_class:
         claim["storageClassName"] = spec.model_cache_storage_class
+    if spec.model_cache_volume:
+        # A static volume: no class may provision for the claim, which binds to that volume by name.
+        claim.update(storageClassName="", volumeName=spec.model_cache_volume)
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": metadata(model_cache_name(spec), spec.namespace, selector_labels(spec)), "spec": claim}

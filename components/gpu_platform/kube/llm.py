@@ -37,6 +37,7 @@ from ..config_model import PlatformConfig
 from ..errors import ConfigError
 from ..pools import GpuPool, GpuPoolSpec
 from . import llm_objects as objects
+from . import storage_objects
 from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless, register_body
 from .custom_object import KubernetesObject
 from .gateway import route_rules
@@ -93,6 +94,15 @@ class LlmServiceArgs(TypedDict, total=False):
     """StorageClass of the cache. Default: the cluster's default class."""
     cache_access_mode: str
     """``ReadWriteOnce`` (a volume per replica) or ``ReadWriteMany`` (one shared claim). Default ``ReadWriteOnce``."""
+    cache_volume: Optional[str]
+    """A PersistentVolume the shared cache claim binds to (``ReadWriteMany``; the storage layer's static volume on
+    the shared file system, pre-bound to the claim). Default: none (``cache_storage_class`` provisions one)."""
+    cache_sub_path: str
+    """The directory of the shared cache's volume mounted (``subPath``; ``ReadWriteMany``): ``models``, where the
+    file system's driver mounts only its root (GKE Managed Lustre). Default: the whole volume."""
+    skip_cached_model: bool
+    """The download step skips a model a previous replica completed in the shared cache (``ReadWriteMany``), so a
+    new replica starts without reaching the Hub at all. Default false (it checks the Hub for missing files)."""
     hf_token_secret: Optional[str]
     """Secret (key ``token``) with a Hugging Face token for gated models, read by the download step only."""
     autoscaler: str
@@ -136,6 +146,8 @@ RULES = {
     "cache_size": STORAGE_QUANTITY,
     "cache_storage_class": DNS_SUBDOMAIN,
     "cache_access_mode": choice(*llm_config.CACHE_ACCESS_MODES),
+    "cache_volume": DNS_SUBDOMAIN,
+    "cache_sub_path": storage_objects.SUB_PATH,
     "hf_token_secret": DNS_SUBDOMAIN,
     "autoscaler": choice(*llm_config.AUTOSCALERS),
     "prometheus_url": HTTP_URL,
@@ -166,8 +178,17 @@ def checked_args(name: str, args: LlmServiceArgs) -> dict[str, Any]:
     refuse_unless(checker, checked, "model_path", source == "pvc", "with model_source pvc")
     if source == "pvc" and not checked.get("model_claim"):
         checker.fail("model_claim", "is required with model_source pvc (the claim holding the weights)")
-    for key in ("cache_size", "cache_storage_class", "cache_access_mode", "hf_token_secret"):
+    for key in ("cache_size", "cache_storage_class", "cache_access_mode", "hf_token_secret", "cache_volume"):
         refuse_unless(checker, checked, key, source == "huggingface", "with model_source huggingface")
+    shared = checked.get("cache_access_mode") == "ReadWriteMany"
+    refuse_unless(checker, checked, "cache_volume", shared, "with cache_access_mode ReadWriteMany (one shared claim)")
+    refuse_unless(checker, checked, "cache_sub_path", shared,
+                  "with cache_access_mode ReadWriteMany (one shared claim)")
+    if checked.get("skip_cached_model") and not shared:
+        checker.fail("skip_cached_model", "takes effect only with cache_access_mode ReadWriteMany (one shared claim)")
+    if checked.get("cache_volume") and checked.get("cache_storage_class"):
+        checker.fail("cache_volume", "binds the claim to an existing volume; cache_storage_class would provision "
+                                     "another: give one of them")
     keda = checked.get("autoscaler", "keda") == "keda"
     for key in ("max_replicas", "target_waiting_requests", "target_kv_cache_usage"):
         refuse_unless(checker, checked, key, keda, "with autoscaler keda")
@@ -193,8 +214,8 @@ def spec_from_args(args: LlmServiceArgs, name: str = "llm") -> objects.LlmSpec:
     passed = {k: v for k, v in checked.items() if k in (
         "name", "namespace", "image", "replicas", "max_model_len", "dtype", "quantization", "gpu_memory_utilization",
         "model_source", "model_claim", "model_path", "cache_storage_class", "cache_access_mode", "hf_token_secret",
-        "autoscaler", "prometheus_url", "target_waiting_requests", "target_kv_cache_usage", "monitoring_namespace",
-        "service_monitor_labels")}
+        "cache_volume", "cache_sub_path", "skip_cached_model", "autoscaler", "prometheus_url",
+        "target_waiting_requests", "target_kv_cache_usage", "monitoring_namespace", "service_monitor_labels")}
     return objects.LlmSpec(
         pool=pool, model=llm.model, served_model_name=llm.api_model_name,
         tensor_parallel_size=llm_config.tensor_parallel_size(llm, pool),
@@ -204,13 +225,14 @@ def spec_from_args(args: LlmServiceArgs, name: str = "llm") -> objects.LlmSpec:
 
 def llm_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Optional[str] = None,
              monitoring_namespace: Optional[str] = None, service_monitor_labels: Optional[dict[str, str]] = None,
-             gateway: Any = None) -> LlmServiceArgs:
+             gateway: Any = None, cache: Optional[dict[str, Any]] = None) -> LlmServiceArgs:
     """`LlmService` args from a stack's configuration, the monitoring layer and the gateway layer (None when absent).
 
     Without the platform's Prometheus there is nothing for KEDA to read: ``keda`` becomes a fixed replica count.
     Without a gateway there is no route, and the service installs the InferencePool CRD itself; with one, the gateway
     has it (Envoy Gateway applies it before its controller starts, which watches the kind from then on; GKE 1.34+
-    installs it).
+    installs it). ``cache``: the shared model cache the storage layer offers (`kube.storage.llm_cache`), which
+    replaces the configured cache.
     """
     llm = config.llm
     if llm is None:
@@ -233,6 +255,7 @@ def llm_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Optional[str
     if llm.model_source == "huggingface":
         optional.update(cache_size=llm_config.cache_size(llm), cache_storage_class=llm.cache_storage_class,
                         cache_access_mode=llm.cache_access_mode)
+        optional.update(cache or {})
     if keda:
         optional.update(max_replicas=llm_config.max_replicas(llm, pool),
                         target_waiting_requests=llm.target_waiting_requests,
@@ -344,6 +367,7 @@ def build_llm_layer(platform: Any, name: str) -> Optional[LlmService]:
     operator it adds when the inference layer has not), and the gateway."""
     from ..priorities import INFERENCE_CRITICAL
     from .keda import KedaOperator
+    from .storage import backends_of, llm_cache
 
     config: PlatformConfig = platform.config
     llm = config.llm
@@ -370,11 +394,14 @@ def build_llm_layer(platform: Any, name: str) -> Optional[LlmService]:
             after.append(platform.layers["keda"].release)
     if gateway is not None:
         after += list(gateway.ready)
+    storage = platform.layers.get("storage")
+    if storage is not None:
+        after += list(storage.volumes.values())  # the shared model cache's volume its claim binds to
     platform.layers["llm"] = LlmService(f"{name}-llm", llm_args(
         config, pool,
         prometheus_url=monitoring.prometheus_url if monitoring is not None else None,
         monitoring_namespace=monitoring.namespace if monitoring is not None else None,
         service_monitor_labels=dict(monitoring.service_monitor_labels) if monitoring is not None else None,
-        gateway=gateway,
+        gateway=gateway, cache=llm_cache(config, backends_of(platform)),
     ), opts=platform._k8s_opts(depends_on=after))
     return platform.layers["llm"]

@@ -57,9 +57,18 @@ from ..versions import (
     PROMETHEUS_OPERATOR_API_VERSION,
     VLLM_IMAGE,
 )
-from . import dra_objects, gateway_objects, metric_names, monitoring_policies, namespace_security, pod_security
+from . import (
+    dra_objects,
+    gateway_objects,
+    metric_names,
+    monitoring_policies,
+    namespace_security,
+    pod_security,
+    storage_objects,
+)
 from .common import metadata
 from .gateway_objects import RouteTarget
+from .health_placement import healthy_node_affinity
 
 DEFAULT_NAME = "llm"
 HTTP_PORT = 8000
@@ -104,6 +113,22 @@ snapshot_download(model, allow_patterns=[*weights, "*.json", "*.model", "*.tikto
 """The download step: what vLLM loads (safetensors when the checkpoint has them, else its PyTorch weights; configs,
 tokenizer and chat-template files) into ``HF_HOME``'s hub cache, which vLLM then reads offline. Files already there
 are kept, so a restart or a second replica on a shared cache downloads nothing again."""
+CACHED_DOWNLOAD_SCRIPT = """\
+import os, pathlib
+model = os.environ["MODEL_ID"]
+done = pathlib.Path(os.environ["HF_HOME"], "complete", model.replace("/", "--"))
+if done.exists():
+    print(f"{model}: in the shared cache, nothing to download")
+    raise SystemExit(0)
+""" + DOWNLOAD_SCRIPT + """\
+done.parent.mkdir(parents=True, exist_ok=True)
+done.touch()
+"""
+"""The download step on a shared cache (the storage layer's model cache on the shared file system): the first
+replica downloads and then marks the model complete (``$HF_HOME/complete/<org>--<name>``); every later replica finds
+the mark and starts without reaching the Hub at all. The mark is written only after a complete download, so a replica
+that died half-way leaves the next one to finish. The cache keeps the revision first downloaded: remove the mark to
+fetch a newer one."""
 SECURITY = namespace_security.namespace_pod_security("llm")
 
 
@@ -133,6 +158,13 @@ class LlmSpec:
     cache_size: str = "100Gi"
     cache_storage_class: Optional[str] = None
     cache_access_mode: str = "ReadWriteOnce"
+    cache_volume: Optional[str] = None
+    """The PersistentVolume the shared cache claim binds to (a static volume of the shared file system)."""
+    cache_sub_path: Optional[str] = None
+    """The directory of the shared cache's volume mounted (``subPath``), where the file system's driver mounts only its
+    root (GKE Managed Lustre); None: the whole volume."""
+    skip_cached_model: bool = False
+    """The download step skips a model a replica completed in the shared cache (`CACHED_DOWNLOAD_SCRIPT`)."""
     hf_token_secret: Optional[str] = None
     autoscaler: str = "keda"
     prometheus_url: Optional[str] = None
@@ -305,6 +337,9 @@ def _cache_claim_spec(spec: LlmSpec) -> dict[str, Any]:
                              "resources": {"requests": {"storage": spec.cache_size}}}
     if spec.cache_storage_class:
         claim["storageClassName"] = spec.cache_storage_class
+    if spec.cache_volume:
+        # A static volume: no class may provision for the claim, which binds to that volume by name.
+        claim.update(storageClassName="", volumeName=spec.cache_volume)
     return claim
 
 
@@ -327,10 +362,17 @@ def _volumes(spec: LlmSpec) -> list[dict[str, Any]]:
     return volumes
 
 
+def _cache_mount(spec: LlmSpec) -> dict[str, Any]:
+    """The model cache's mount (in the download step and the server), in its directory with ``cache_sub_path``."""
+    mount = {"name": "model-cache", "mountPath": MODEL_CACHE_PATH}
+    return storage_objects.sub_path_mount(mount, spec.cache_sub_path if spec.cache_access_mode == "ReadWriteMany"
+                                          else None)
+
+
 def _server_mounts(spec: LlmSpec) -> list[dict[str, Any]]:
     mounts = [{"name": "tmp", "mountPath": TMP_PATH}, {"name": "dshm", "mountPath": "/dev/shm"}]
     if spec.downloads:
-        mounts.append({"name": "model-cache", "mountPath": MODEL_CACHE_PATH})
+        mounts.append(_cache_mount(spec))
     else:
         mounts.append({"name": "model", "mountPath": MODEL_CLAIM_PATH, "readOnly": True})
     return mounts
@@ -338,13 +380,13 @@ def _server_mounts(spec: LlmSpec) -> list[dict[str, Any]]:
 
 def download_container(spec: LlmSpec) -> dict[str, Any]:
     """The init step that fills the cache from the Hub (``huggingface`` source only)."""
-    mounts = [{"name": "tmp", "mountPath": TMP_PATH}, {"name": "model-cache", "mountPath": MODEL_CACHE_PATH}]
+    mounts = [{"name": "tmp", "mountPath": TMP_PATH}, _cache_mount(spec)]
     if spec.hf_token_secret:
         mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
     return {
         "name": "download",
         "image": spec.image,
-        "command": ["python3", "-c", DOWNLOAD_SCRIPT],
+        "command": ["python3", "-c", CACHED_DOWNLOAD_SCRIPT if spec.skip_cached_model else DOWNLOAD_SCRIPT],
         "env": download_env(spec),
         "resources": DOWNLOAD_RESOURCES,
         "securityContext": pod_security.container_security_context(),
@@ -414,6 +456,7 @@ def deployment(spec: LlmSpec) -> dict[str, Any]:
         "priorityClassName": spec.priority_class,
         "nodeSelector": dict(spec.pool.selector),
         "tolerations": spec.pool.tolerations,
+        "affinity": healthy_node_affinity(),  # off nodes that failed their last health check
         "topologySpreadConstraints": topology_spread(server_labels(spec)),
         "terminationGracePeriodSeconds": TERMINATION_GRACE_S,
         "securityContext": pod_security.pod_security_context(),

@@ -62,6 +62,10 @@ NAMESPACE_LEVELS: dict[str, PodSecurity] = {
         "the vpa 5.0.0 chart's recommender, admission controller and certgen Job, and its metrics-server 3.13.1 "
         "subchart, meet restricted with the charts' defaults (securityContext, podSecurityContext)")),
     "optimizer": PodSecurity(RESTRICTED, "the optimizer CronJob's pod is the platform's own and meets restricted"),
+    "health": PodSecurity(PRIVILEGED, (
+        "node-problem-detector v1.36.0 reads the host's /dev/kmsg (a hostPath character device) privileged, as its "
+        "upstream manifest runs it, and the DCGM diagnostic of the active health check runs as root with SYS_ADMIN; "
+        "baseline forbids hostPath volumes, privileged containers and SYS_ADMIN")),
     "inference": PodSecurity(RESTRICTED, "the inference Deployment's pod is the platform's own and meets restricted"),
     "llm": PodSecurity(RESTRICTED, (
         "the LLM service's model server (vLLM as UID 10001 with a read-only root filesystem, kube/llm_objects.py) and "

@@ -6,7 +6,7 @@ from typing import Any, Optional, TypedDict
 from typing_extensions import Required
 
 from .. import catalog
-from ..component_args import DNS_LABEL, Args, Rule, at_least
+from ..component_args import DNS_LABEL, STORAGE_QUANTITY, Args, Rule, at_least
 from ..config_model import TeamConfig, accelerator_devices
 
 
@@ -31,12 +31,16 @@ class TeamSpec(TypedDict, total=False):
     """GPUs the team may borrow from the cohort on each flavor (None: no limit)."""
     lending_limit: Optional[int]
     """GPUs of the team's quota the cohort may borrow, over all flavors (None: all of it)."""
+    storage_quota: Optional[str]
+    """Storage the namespace's claims may request in total (``requests.storage``), such as ``2Ti``. Default: no
+    storage quota."""
 
 
 def team_rules(path: str) -> dict[str, Rule]:
     """The stack file's ``teams[]`` rules for a `TeamSpec` at ``path`` (``team``, ``teams[]``)."""
     return {f"{path}.name": DNS_LABEL, **{f"{path}.{key}": at_least(0) for key in (
-        "gpu_quota", "cpu_quota", "memory_quota_gib", "borrowing_limit", "lending_limit")}}
+        "gpu_quota", "cpu_quota", "memory_quota_gib", "borrowing_limit", "lending_limit")},
+        f"{path}.storage_quota": STORAGE_QUANTITY}
 
 
 def check_team(checker: Args, team: dict[str, Any], path: str, advertised: Optional[Sequence[str]] = None) -> None:
@@ -66,6 +70,8 @@ def team_spec(team: TeamConfig) -> TeamSpec:
     )
     if team.quotas:
         spec["quotas"] = dict(team.quotas)
+    if team.storage_quota is not None:
+        spec["storage_quota"] = team.storage_quota
     return spec
 
 
@@ -86,4 +92,5 @@ def team_of(spec: TeamSpec) -> TeamConfig:
         borrowing_limit=optional_int(spec.get("borrowing_limit")),
         lending_limit=optional_int(spec.get("lending_limit")),
         quotas=tuple(sorted(quotas.items())),
+        storage_quota=spec.get("storage_quota"),
     )

@@ -52,7 +52,9 @@ def resource_quota(team: TeamConfig, pools: Sequence[GpuPool] = ()) -> dict:
     (``<class>.deviceclass.resource.k8s.io/devices``) are capped at ``gpuQuota`` too: DRA GPUs never appear as
     ``requests.nvidia.com/gpu``, and Kueue counts them under the same ``gpuQuota``.
 
-    Kueue's nominal quotas are per flavor and borrowing may exceed them; this quota caps the team's total.
+    Kueue's nominal quotas are per flavor and borrowing may exceed them; this quota caps the team's total. With a
+    ``storage_quota``, ``requests.storage`` caps what the namespace's PersistentVolumeClaims request in total (the
+    team's shared-file-system and bucket claims included).
     """
     return {
         "metadata": metadata("team-quota", team.name, extra_labels={labels.TEAM_LABEL: team.name}),
@@ -63,6 +65,7 @@ def resource_quota(team: TeamConfig, pools: Sequence[GpuPool] = ()) -> dict:
             "requests.cpu": str(team.cpu_quota),
             "requests.memory": f"{team.memory_quota_gib}Gi",
             "pods": str(pods_quota(team)),
+            **({"requests.storage": team.storage_quota} if team.storage_quota is not None else {}),
         }},
     }
 

@@ -13,7 +13,7 @@ from ..component_args import CRON, DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args,
 from ..errors import one_of
 from ..pools import GpuPool, GpuPoolSpec
 from ..priorities import HIGH, MEDIUM
-from . import kueue_objects, training_objects
+from . import kueue_objects, storage_objects, training_objects
 from .common import DNS_SUBDOMAIN, child_opts
 from .custom_object import KubernetesObject
 
@@ -49,6 +49,26 @@ class TrainingWorkloadArgs(TypedDict, total=False):
     """Size of the checkpoint volume. Default: ``100Gi``."""
     checkpoint_storage_class: Optional[str]
     """StorageClass of the checkpoint volume, one offering ReadWriteMany. Default: the cluster's default class."""
+    checkpoint_claim: Optional[str]
+    """An existing ReadWriteMany claim for the checkpoints (the team's on the shared file system) instead of the
+    job's own volume. Default: none (the job makes its own, ``checkpoint_size`` of ``checkpoint_storage_class``)."""
+    datasets_claim: Optional[str]
+    """A claim with the team's datasets, mounted read-only at ``/data``. Default: none."""
+    datasets_sub_path: str
+    """The directory of ``datasets_claim``'s volume mounted at ``/data`` (``subPath``): the team's, where the file
+    system's driver mounts only its root (GKE Managed Lustre). Default: the whole volume."""
+    checkpoint_sub_path: str
+    """The directory of ``checkpoint_claim``'s volume the checkpoints go to (``subPath``). Default: the whole
+    volume."""
+    bucket_claims: list[str]
+    """Claims of buckets, each mounted at ``/buckets/<claim>``. Default: none."""
+    service_account: Optional[str]
+    """The ranks' ServiceAccount (the identity the buckets are granted to, ``storage-access``). Default: the
+    namespace's ``default``."""
+    pod_labels: dict[str, str]
+    """Extra pod labels (what a bucket's driver needs, e.g. ``azure.workload.identity/use``). Default none."""
+    pod_annotations: dict[str, str]
+    """Extra pod annotations (what a bucket's driver needs, e.g. ``gke-gcsfuse/volumes``). Default none."""
 
 
 RULES = {
@@ -61,6 +81,12 @@ RULES = {
     "schedule": CRON,
     "checkpoint_size": STORAGE_QUANTITY,
     "checkpoint_storage_class": DNS_SUBDOMAIN,
+    "checkpoint_claim": DNS_SUBDOMAIN,
+    "datasets_claim": DNS_SUBDOMAIN,
+    "datasets_sub_path": storage_objects.SUB_PATH,
+    "checkpoint_sub_path": storage_objects.SUB_PATH,
+    "bucket_claims[]": DNS_LABEL,
+    "service_account": DNS_SUBDOMAIN,
     "topology_policy": choice(*training_objects.TOPOLOGY_POLICIES),
 }
 
@@ -77,6 +103,14 @@ def checked_args(name: str, args: TrainingWorkloadArgs) -> dict:
     if "gpu_quota" not in checked:
         # The job is sized to the quota: without one there is nothing to size it to.
         checker.fail("gpu_quota", "is required (the job is sized to fit the team's GPU quota)")
+    if checked.get("checkpoint_claim"):
+        for key in ("checkpoint_size", "checkpoint_storage_class"):
+            if key in checked:
+                checker.fail(key, "sizes the job's own checkpoint volume; with checkpoint_claim there is none")
+    for key, claim in (("datasets_sub_path", "datasets_claim"), ("checkpoint_sub_path", "checkpoint_claim")):
+        if key in checked and not checked.get(claim):
+            checker.fail(key, f"takes effect only with {claim} (the directory of its volume)")
+    checker.unique(checked.get("bucket_claims", []), "bucket_claims", "claim")
     level = checked.get("topology_level")
     if level is not None:
         # Kueue packs the ranks only on a topology-aware flavor, into a level its Topology defines.
@@ -105,7 +139,8 @@ class TrainingWorkload(pulumi.ComponentResource):
 
     job: k8s.batch.v1.Job
     cron_job: k8s.batch.v1.CronJob
-    checkpoint_claim: k8s.core.v1.PersistentVolumeClaim
+    checkpoint_claim: Optional[k8s.core.v1.PersistentVolumeClaim]
+    """The job's own checkpoint volume; None when it uses a given ``checkpoint_claim``."""
 
     def __init__(self, name: str, args: TrainingWorkloadArgs, opts: Optional[pulumi.ResourceOptions] = None):
         args = checked_args(name, args)  # before anything is registered
@@ -123,19 +158,25 @@ class TrainingWorkload(pulumi.ComponentResource):
             retrain_priority_class=args.get("retrain_priority_class", HIGH.name),
             schedule=args.get("schedule", "0 3 * * 0"), checkpoint_size=args.get("checkpoint_size", "100Gi"),
             checkpoint_storage_class=args.get("checkpoint_storage_class"),
+            datasets_claim=args.get("datasets_claim"), shared_checkpoint_claim=args.get("checkpoint_claim"),
+            datasets_sub_path=args.get("datasets_sub_path"), checkpoint_sub_path=args.get("checkpoint_sub_path"),
+            bucket_claims=tuple(args.get("bucket_claims", ())), service_account=args.get("service_account"),
+            pod_labels=dict(args.get("pod_labels", {})), pod_annotations=dict(args.get("pod_annotations", {})),
         )
         script = training_objects.script_config_map(plan)
         self.script = k8s.core.v1.ConfigMap(
             f"{name}-script", metadata=script["metadata"], data=script["data"], opts=child_opts(self, opts))
-        claim = training_objects.checkpoint_claim(plan)
-        # Checkpoints are the job's results: deleting the stack leaves the claim (and its volume) in place.
-        self.checkpoint_claim = k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-checkpoints", metadata=claim["metadata"], spec=claim["spec"],
-            opts=child_opts(self, opts, retain_on_delete=True))
+        self.checkpoint_claim = None
+        if plan.shared_checkpoint_claim is None:
+            claim = training_objects.checkpoint_claim(plan)
+            # Checkpoints are the job's results: deleting the stack leaves the claim (and its volume) in place.
+            self.checkpoint_claim = k8s.core.v1.PersistentVolumeClaim(
+                f"{name}-checkpoints", metadata=claim["metadata"], spec=claim["spec"],
+                opts=child_opts(self, opts, retain_on_delete=True))
         svc = training_objects.service(plan)
         self.service = k8s.core.v1.Service(
             f"{name}-ranks", metadata=svc["metadata"], spec=svc["spec"], opts=child_opts(self, opts))
-        needs: list[pulumi.Resource] = [self.script, self.checkpoint_claim, self.service]
+        needs: list[pulumi.Resource] = [self.script, *_only(self.checkpoint_claim), self.service]
         # DRA: the pods name these templates; a pod created before its template exists gets no claim until it does.
         self.gpu_claim_template: Optional[KubernetesObject] = None
         gpu_claims = training_objects.gpu_claim_template(plan)

@@ -16,13 +16,14 @@ Kueue's topology-aware scheduling ignores DRA devices, so the scheduler keeps on
 clique itself: a required pod affinity among the run's pods on ``nvidia.com/gpu.clique``.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .. import catalog, labels
 from ..pools import GpuPool
-from . import dra_objects, pod_security, training_script
+from . import dra_objects, pod_security, storage_objects, training_script
 from .common import metadata
+from .health_placement import with_healthy_nodes
 
 NAME = "reference-training"
 RETRAIN_NAME = "reference-retraining"
@@ -69,6 +70,28 @@ class TrainingPlan:
     checkpoint_storage_class: Optional[str]
     topology_policy: str = "preferred"
     """``preferred`` or ``required``: how Kueue holds the ranks to one domain of `topology_level`."""
+    datasets_claim: Optional[str] = None
+    """The team's datasets claim (the storage layer's), mounted read-only at ``/data``; None: none."""
+    shared_checkpoint_claim: Optional[str] = None
+    """The team's checkpoints claim on the shared file system, used instead of the job's own `CHECKPOINT_CLAIM`."""
+    datasets_sub_path: Optional[str] = None
+    """The directory of the datasets claim's volume the ranks mount (``subPath``): where the file system's driver
+    mounts only its root (GKE Managed Lustre), the team's directory. None: the volume as it is."""
+    checkpoint_sub_path: Optional[str] = None
+    """The same for the shared checkpoints claim."""
+    bucket_claims: tuple[str, ...] = ()
+    """Bucket claims mounted at ``/buckets/<claim>`` (read-only or not as their volumes are)."""
+    service_account: Optional[str] = None
+    """The ranks' ServiceAccount (the bucket-access identity); None: the namespace's default."""
+    pod_labels: dict = field(default_factory=dict)
+    """Labels the buckets' driver needs on the pods (Azure Workload Identity's ``use``)."""
+    pod_annotations: dict = field(default_factory=dict)
+    """Annotations the buckets' driver needs on the pods (GKE's Cloud Storage FUSE sidecar)."""
+
+    @property
+    def checkpoint_claim_name(self) -> str:
+        """The claim the checkpoints go to: the team's shared one, else the job's own."""
+        return self.shared_checkpoint_claim or CHECKPOINT_CLAIM
 
 
 def size(pool: GpuPool, gpu_quota: int) -> Optional[tuple[int, int]]:
@@ -191,7 +214,7 @@ def pod_template(plan: TrainingPlan, priority_class: str, workload: str = NAME) 
     """The pod of every rank of ``workload``: the pool's selector and tolerations, GPUs (+ RDMA NICs), torchrun;
     on DRA pools the GPUs (and IMEX channel) as claims."""
     pool = plan.pool
-    annotations = dict(pool.rdma_pod_annotations)
+    annotations = {**plan.pod_annotations, **dict(pool.rdma_pod_annotations)}
     if plan.topology_level:
         annotations[TOPOLOGY_ANNOTATIONS[plan.topology_policy]] = plan.topology_level
     # The pool's NCCL settings (fabric-specific) win over the defaults; each variable appears once.
@@ -213,12 +236,11 @@ def pod_template(plan: TrainingPlan, priority_class: str, workload: str = NAME) 
         f"/scripts/{training_script.FILE_NAME}",
     ]
     tmp_volume, tmp_mount = pod_security.writable_dir("tmp", pod_security.TMP_PATH, TMP_SIZE)
-    template_metadata: dict = {"labels": _pod_labels(plan)}
+    template_metadata: dict = {"labels": {**plan.pod_labels, **_pod_labels(plan)}}
     if annotations:
         template_metadata["annotations"] = annotations
-    placement: dict = {}
-    if spans_nvlink_domain(pool):
-        placement["affinity"] = clique_affinity(plan)
+    # Off nodes that failed their last active health check (`health_placement`), within one clique if need be.
+    placement: dict = {"affinity": with_healthy_nodes(clique_affinity(plan) if spans_nvlink_domain(pool) else None)}
     if pool.dra:
         channel = imex_channel_template(workload) if spans_nvlink_domain(pool) else None
         placement["resourceClaims"] = dra_objects.pod_resource_claims(GPU_CLAIM_TEMPLATE, channel)
@@ -231,8 +253,10 @@ def pod_template(plan: TrainingPlan, priority_class: str, workload: str = NAME) 
             "nodeSelector": node_selector(pool),
             "tolerations": pool.tolerations,
             **placement,
-            # The ranks never call the Kubernetes API (the rendezvous is torchrun's own TCP store).
+            # The ranks never call the Kubernetes API (the rendezvous is torchrun's own TCP store); bucket drivers get
+            # the ServiceAccount's token through their CSIDriver's token requests, not through this mount.
             "automountServiceAccountToken": False,
+            **({"serviceAccountName": plan.service_account} if plan.service_account else {}),
             # Pod Security "restricted"-compliant, so the job runs under any team namespace level. RDMA pools add
             # no capability: see `pod_security` (IPC_LOCK would not reach a non-root process; memlock is the
             # node runtime's).
@@ -248,19 +272,41 @@ def pod_template(plan: TrainingPlan, priority_class: str, workload: str = NAME) 
                 "securityContext": pod_security.container_security_context(),
                 "volumeMounts": [
                     {"name": "scripts", "mountPath": "/scripts", "readOnly": True},
-                    {"name": "checkpoints", "mountPath": "/checkpoints"},
+                    storage_objects.sub_path_mount({"name": "checkpoints", "mountPath": "/checkpoints"},
+                                                   plan.checkpoint_sub_path),
                     {"name": "dshm", "mountPath": "/dev/shm"},  # NCCL's shared-memory transport
                     tmp_mount,
+                    *_data_mounts(plan)[1],
                 ],
             }],
             "volumes": [
                 {"name": "scripts", "configMap": {"name": SCRIPT_CONFIG_MAP}},
-                {"name": "checkpoints", "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}},
+                {"name": "checkpoints", "persistentVolumeClaim": {"claimName": plan.checkpoint_claim_name}},
                 {"name": "dshm", "emptyDir": {"medium": "Memory"}},
                 tmp_volume,
+                *_data_mounts(plan)[0],
             ],
         },
     }
+
+
+DATA_PATH = "/data"
+"""Where the ranks read the team's datasets (read-only)."""
+BUCKETS_PATH = "/buckets"
+
+
+def _data_mounts(plan: TrainingPlan) -> tuple[list[dict], list[dict]]:
+    """(volumes, volumeMounts) of the team's datasets (read-only: a job never changes its inputs) and buckets."""
+    volumes, mounts = [], []
+    if plan.datasets_claim:
+        volumes.append({"name": "datasets", "persistentVolumeClaim": {"claimName": plan.datasets_claim,
+                                                                      "readOnly": True}})
+        mounts.append(storage_objects.sub_path_mount({"name": "datasets", "mountPath": DATA_PATH, "readOnly": True},
+                                                     plan.datasets_sub_path))
+    for claim in plan.bucket_claims:
+        volumes.append({"name": f"bucket-{claim}", "persistentVolumeClaim": {"claimName": claim}})
+        mounts.append({"name": f"bucket-{claim}", "mountPath": f"{BUCKETS_PATH}/{claim}"})
+    return volumes, mounts
 
 
 def job_spec(plan: TrainingPlan, priority_class: str, workload: str = NAME) -> dict:

@@ -42,6 +42,7 @@ from ..component_args import (
 from ..config_model import PlatformConfig
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from . import inference_objects as objects
+from . import storage_objects
 from .common import DNS_SUBDOMAIN, HTTP_URL, child_opts, refuse_unless, register_body
 from .custom_object import KubernetesObject
 from .gateway import route_rules
@@ -103,6 +104,12 @@ class InferenceServiceArgs(TypedDict, total=False):
     """StorageClass of the model cache. Default: the cluster's default class."""
     model_cache_access_mode: str
     """``ReadWriteMany`` (default; replicas on several nodes share it), ``ReadWriteOnce`` or ``ReadOnlyMany``."""
+    model_cache_volume: Optional[str]
+    """A PersistentVolume the model-cache claim binds to (the storage layer's static volume on the shared file
+    system, pre-bound to the claim). Default: none (``model_cache_storage_class`` provisions one)."""
+    model_cache_sub_path: str
+    """The directory of the model cache's volume mounted (``subPath``): ``models``, where the file system's driver
+    mounts only its root (GKE Managed Lustre). Default: the whole volume."""
     monitoring_namespace: Optional[str]
     """Namespace of Prometheus: admitted by the NetworkPolicy. Default none."""
     service_monitor: bool
@@ -135,6 +142,8 @@ RULES = {
     "model_cache_size": STORAGE_QUANTITY,
     "model_cache_storage_class": DNS_SUBDOMAIN,
     "model_cache_access_mode": choice(*objects.MODEL_CACHE_ACCESS_MODES),
+    "model_cache_volume": DNS_SUBDOMAIN,
+    "model_cache_sub_path": storage_objects.SUB_PATH,
     "monitoring_namespace": DNS_LABEL,
 }
 
@@ -157,6 +166,11 @@ def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
     cache = bool(checked.get("model_cache_size"))
     refuse_unless(checker, checked, "model_cache_storage_class", cache, "with model_cache_size (the cache volume)")
     refuse_unless(checker, checked, "model_cache_access_mode", cache, "with model_cache_size (the cache volume)")
+    refuse_unless(checker, checked, "model_cache_volume", cache, "with model_cache_size (the cache volume)")
+    refuse_unless(checker, checked, "model_cache_sub_path", cache, "with model_cache_size (the cache volume)")
+    if checked.get("model_cache_volume") and checked.get("model_cache_storage_class"):
+        checker.fail("model_cache_volume", "binds the claim to an existing volume; model_cache_storage_class would "
+                                           "provision another: give one of them")
     refuse_unless(checker, checked, "cpu_utilization", checked.get("autoscaler") != "none", "with an autoscaler")
     route = checked.get("route") or {}
     for key in ("max_request_body_size", "rate_limit_per_minute"):
@@ -194,9 +208,11 @@ def chosen_pool(config: PlatformConfig, pools: list[GpuPool]) -> Optional[GpuPoo
 def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Optional[str] = None,
                    monitoring_namespace: Optional[str] = None,
                    service_monitor_labels: Optional[dict[str, str]] = None,
-                   route: Optional[GatewayRouteArgs] = None) -> InferenceServiceArgs:
-    """`InferenceService` args from a stack's configuration, the monitoring layer (None when disabled) and the
-    gateway layer (``route``: the app's `GatewayRouteArgs`, None without a Gateway).
+                   route: Optional[GatewayRouteArgs] = None,
+                   model_cache: Optional[dict[str, Any]] = None) -> InferenceServiceArgs:
+    """`InferenceService` args from a stack's configuration, the monitoring layer (None when disabled), the
+    gateway layer (``route``: the app's `GatewayRouteArgs`, None without a Gateway) and the storage layer
+    (``model_cache``: the model-cache args on the shared file system, `kube.storage.inference_cache`).
 
     Without the platform's Prometheus there is nothing for KEDA to read: ``keda`` becomes a CPU HPA.
     """
@@ -217,6 +233,8 @@ def inference_args(config: PlatformConfig, pool: GpuPool, prometheus_url: Option
         args["target_queue_depth"] = inference.target_queue_depth
     if route is not None:
         args["route"] = route
+    if model_cache:
+        args.update(model_cache)  # type: ignore[typeddict-item]
     return args
 
 

@@ -39,6 +39,7 @@ from .options import (
     default_disk_size,
 )
 from .options import pool_args as options_pool_args
+from .storage import storage_from_config
 from .vpc import ELB_ROLE_TAG, INTERNAL_ELB_ROLE_TAG, subnet_cidrs, vpc_zones
 
 # Installed before any node joins (a node is NotReady without the CNI); CoreDNS waits for the system nodes.
@@ -587,6 +588,11 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             args["public_subnet_ids"] = list(options.public_subnet_ids)
     cluster = EksCluster(name, args, opts=pulumi.ResourceOptions.merge(
         opts, pulumi.ResourceOptions(providers={"aws": provider})))
+    storage_outputs: dict = {}
+    storage_ready: list = []
+    if config.storage.enabled:  # nothing at all changes without the keys
+        backends, storage_ready = storage_from_config(name, config, cluster, tags)
+        storage_outputs["storage"] = backends
     return ClusterHandle(
         cloud="aws",
         cluster_name=cluster.cluster_name,
@@ -603,8 +609,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "system_node_group_name": cluster.system_node_group.node_group_name,
             "autoscaling_group_names": {n: p.autoscaling_group_name for n, p in cluster.node_pools.items()},
             "karpenter_pools": karpenter_pools(config, cluster) if karpenter else [],
+            **storage_outputs,
         },
-        ready=[cluster.system_node_group, *(cluster.addons[a] for a in LATE_ADDONS), *cluster.node_pools.values()],
+        ready=[cluster.system_node_group, *(cluster.addons[a] for a in LATE_ADDONS), *cluster.node_pools.values(),
+               *storage_ready],
     )
 
 

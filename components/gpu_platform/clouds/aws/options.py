@@ -34,6 +34,7 @@ from typing import Any, Optional
 from ... import catalog, control_plane, gpu_allocation, provisioning, versions
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
+from .storage_options import check_storage as check_storage  # the stack parser's AWS ``storage`` rules
 
 CLUSTER_KEYS = {
     "vpcId", "privateSubnetIds", "publicSubnetIds", "vpcCidr", "availabilityZones", "singleNatGateway",

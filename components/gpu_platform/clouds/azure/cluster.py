@@ -79,6 +79,7 @@ from .specs import (
     network_profile,
     system_pool_profile,
 )
+from .storage import storage_from_config
 
 NETWORK_CONTRIBUTOR_ROLE = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 """Built-in role the control-plane identity needs on the node subnet (join VMSS NICs, internal load balancers)."""
@@ -246,6 +247,9 @@ class AksClusterArgs(TypedDict, total=False):
     admin_group_object_ids: list[str]
     """Entra ID group object IDs whose members are cluster-admin. Default: none (Azure RBAC role assignments
     only)."""
+    blob_csi_driver: bool
+    """Turn on AKS's managed Blob CSI driver (``storage_profile.blob_csi_driver``; blobfuse2 mounts of blob
+    containers). Default: false (AKS's default)."""
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -339,6 +343,7 @@ class AksCluster(pulumi.ComponentResource):
             # No static admin/user certificates: every access is an Entra ID identity, audited and revocable.
             disable_local_accounts=True,
             api_server_access_profile=api_server_access_profile(args.get("api_allowed_cidrs", [])),
+            **({"storage_profile": {"blob_csi_driver": {"enabled": True}}} if args.get("blob_csi_driver") else {}),
             tags=tags,
             **cluster_identity_profiles(self.identity.id, kms),
             **cluster_optional,
@@ -509,7 +514,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     for key in ("resource_group_name", "cluster_name", "vnet_subnet_id"):
         if getattr(options, key) is not None:
             cluster_args[key] = getattr(options, key)  # type: ignore[literal-required]
+    if config.storage.buckets:
+        cluster_args["blob_csi_driver"] = True
     cluster = AksCluster(name, cluster_args, opts=opts)
+    storage = {"storage": storage_from_config(name, config, cluster, opts)} if config.storage.enabled else {}
     return ClusterHandle(
         cloud="azure",
         cluster_name=cluster.cluster_name,
@@ -523,6 +531,7 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "nodeResourceGroup": cluster.managed_cluster.node_resource_group,
             # `kube.amd.AmdGpuStack`'s driver_image: where the AMD GPU Operator pushes the driver it builds.
             **({"amd_driver_image": options.amd_driver_image} if options.amd_driver_image else {}),
+            **storage,
         },
         # The managed cluster carries the System pool the platform's services run on.
         ready=[cluster.managed_cluster, *(c.agent_pool for c in cluster.node_pools.values())],

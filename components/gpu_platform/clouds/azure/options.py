@@ -53,11 +53,14 @@ from .specs import (
     gb_os_sku_problem,
     gpu_driver,
 )
+from .storage_options import check_stack_storage
+from .storage_options import check_storage as check_storage  # the stack parser's AKS ``storage`` rules
 
 CLUSTER_KEYS = {
     "resourceGroupName", "clusterName", "vnetSubnetId", "vnetAddressSpace", "subnetAddressPrefix", "podCidr",
     "serviceCidr", "osSku", "systemPoolVmSize", "systemPoolMinNodes", "systemPoolMaxNodes", "skuTier",
-    "registerInfinibandFeature", "adminGroupObjectIds", "amdDriverImage", *control_plane.KEYS,
+    "registerInfinibandFeature", "adminGroupObjectIds", "amdDriverImage", "storageResourceGroup",
+    *control_plane.KEYS,
 }
 POOL_KEYS = {"agentPoolName", "osSku", "spotMaxPrice", "spotEvictionPolicy", "osDiskSizeGb"}
 
@@ -123,6 +126,9 @@ class AzureClusterOptions:
     amd_driver_image: Optional[str] = None
     """Registry repository (no tag) for the amdgpu driver images the AMD GPU Operator builds; required with an AMD
     pool: AKS installs no driver on AMD pools (AKS ``use-amd-gpus.md``), so the operator's KMM builds and loads it."""
+    storage_resource_group: Optional[str] = None
+    """``storageResourceGroup``: resource group of the storage accounts of ``storage.buckets`` (their containers'
+    role assignments and the Blob CSI driver's ``resourcegroup``). Default: the cluster's resource group."""
 
 
 @dataclass(frozen=True)
@@ -250,10 +256,24 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
         control_plane=_control_plane(raw),
         admin_group_object_ids=_admin_groups(raw),
         amd_driver_image=_amd_driver_image(raw, config),
+        storage_resource_group=_storage_resource_group(raw, config),
         **networks,
     )
     _check_pools(raw, config, options)
+    check_stack_storage(config, options)
     return options
+
+
+def _storage_resource_group(raw: Mapping, config: Any) -> Optional[str]:
+    group = read_str(raw, "storageResourceGroup", "", None)
+    if group is None:
+        return None
+    if not RESOURCE_GROUP_NAME.match(group):
+        raise ConfigError("storageResourceGroup", f"'{group}' is not a resource group name")
+    if not config.storage.buckets:
+        raise ConfigError("storageResourceGroup", "takes effect only with storage.buckets (their storage accounts' "
+                                                  "resource group)")
+    return group
 
 
 def _check_pools(raw: Mapping, config: Any, options: AzureClusterOptions) -> None:

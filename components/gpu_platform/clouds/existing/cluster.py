@@ -10,6 +10,7 @@ from typing_extensions import Required
 from ...component_args import Args, Rule
 from ...config import PlatformConfig
 from ...pools import GpuPool, GpuPoolSpec
+from ...storage_backends import SharedFileSystemBackend, StorageBackends
 from ..handle import ClusterHandle
 from .options import duplicate_node, node_name_problem, pool_args
 
@@ -95,4 +96,17 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         pools=pools,
         ready=ready,
         provider_args=provider_args,
+        **({"outputs": {"storage": storage_backends(config)}} if config.storage.enabled else {}),
     )
+
+
+def storage_backends(config: PlatformConfig) -> StorageBackends:
+    """An existing cluster's storage: its named ReadWriteMany StorageClass for the shared file system (the team and
+    model-cache claims are provisioned from it). Buckets and image streaming are refused by the configuration: there
+    is no cloud identity to grant bucket access to and no node configuration to change."""
+    shared = config.storage.shared_file_system
+    if shared is None:
+        return StorageBackends()
+    assert shared.storage_class is not None  # required on existing (storage_config)
+    return StorageBackends(shared_file_system=SharedFileSystemBackend(
+        kind="storage-class", capacity_gib=shared.size_gib, storage_class=shared.storage_class))

@@ -43,6 +43,7 @@ from ..handle import ClusterHandle
 from . import networks as gcp_networks
 from . import options as gcp_options
 from . import pools as gcp_pools
+from .storage import storage_from_config
 
 # ---------------------------------------------------------------------------------------------------------
 # Arguments
@@ -136,6 +137,9 @@ class GkeGpuPoolArgs(TypedDict, total=False):
     disk_type: Optional[str]
     """Boot disk type (``pd-balanced``, ``pd-ssd``, ``hyperdisk-balanced``...). Default: GKE's choice for the
     machine type."""
+    image_streaming: bool
+    """GKE image streaming on the pool's nodes (``node_config.gcfs_config``): containers start while their image's
+    data streams in, for images in Artifact Registry (other registries pull as before). Default: false."""
     tpu_topology: str
     """TPU machine types only: the slice topology (``2x2``, ``4x4``, ``2x2x1``), one the catalog lists for the machine
     type. A multi-host slice (more chips than one VM) gets COMPACT placement with this ``tpu_topology``, one zone,
@@ -228,6 +232,11 @@ class GkeClusterArgs(TypedDict, total=False):
     """Turn on GKE's managed Gateway API controller (``gateway_api_config`` channel ``CHANNEL_STANDARD``: GKE installs
     and upgrades the standard Gateway API CRDs and implements the ``gke-l7-*`` GatewayClasses) and, in a new VPC, give
     the region the proxy-only subnet its regional classes need. Default: false."""
+    lustre_csi_driver: bool
+    """Turn on GKE's Managed Lustre CSI driver (``addons_config.lustre_csi_driver_config``), with its multi-NIC mode
+    off when the cluster has GPU NIC networks (multi-NIC needs every standard NIC in one VPC). Default: false."""
+    gcs_fuse_csi_driver: bool
+    """Turn on GKE's Cloud Storage FUSE CSI driver (``addons_config.gcs_fuse_csi_driver_config``). Default: false."""
     proxy_only_cidr: str
     """Range of the proxy-only subnet (purpose ``REGIONAL_MANAGED_PROXY``, role ``ACTIVE``) created in a new VPC with
     ``gateway_api``. Default: ``10.9.0.0/23``. Refused with ``network`` (a VPC has one per region: the given
@@ -434,6 +443,26 @@ def database_encryption(key_name: Optional[pulumi.Input[str]]) -> dict[str, Any]
     """``database_encryption``: ENCRYPTED with the key, or DECRYPTED without one. The provider keeps the last state
     when the block is left out, so turning encryption off must say DECRYPTED."""
     return {"state": "ENCRYPTED", "key_name": key_name} if key_name is not None else {"state": "DECRYPTED"}
+
+
+def storage_addons(lustre: bool, gcs_fuse: bool, multi_networking: bool) -> Optional[dict[str, Any]]:
+    """``addons_config`` for the stack's storage: GKE's Managed Lustre and Cloud Storage FUSE CSI drivers (None when
+    neither is wanted, so clusters without storage keep their plan). The Lustre driver's multi-NIC mode (on by default
+    from GKE 1.35.2-gke.1842000) needs every standard NIC of a node in one VPC, which GPUDirect nodes' extra gVNIC
+    NICs are not ("Access existing Managed Lustre instances", multi-NIC support): it is turned off with GPU NIC
+    networks. No legacy Lustre port: the stack's instances are created without ``gke_support_enabled``."""
+    addons: dict[str, Any] = {}
+    if lustre:
+        addons["lustre_csi_driver_config"] = {"enabled": True, **({"disable_multi_nic": True} if multi_networking
+                                                                   else {})}
+    if gcs_fuse:
+        addons["gcs_fuse_csi_driver_config"] = {"enabled": True}
+    return addons or None
+
+
+def image_streaming(args: dict) -> Optional[dict[str, bool]]:
+    """``node_config.gcfs_config`` of a pool with ``image_streaming`` (None otherwise: the pool keeps its plan)."""
+    return {"enabled": True} if args.get("image_streaming") else None
 
 
 def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standalone: bool) -> None:
@@ -745,6 +774,8 @@ class GkeCluster(pulumi.ComponentResource):
             # Dataplane V2: network policy enforcement, and a precondition of multi-networking.
             datapath_provider="ADVANCED_DATAPATH",
             gateway_api_config={"channel": "CHANNEL_STANDARD"} if gateway_api else None,
+            addons_config=storage_addons(_get(args, "lustre_csi_driver", False),
+                                         _get(args, "gcs_fuse_csi_driver", False), multi_networking),
             enable_multi_networking=True if multi_networking else None,
             release_channel={"channel": _get(args, "release_channel", "REGULAR")},
             min_master_version=args.get("kubernetes_version"),
@@ -1028,6 +1059,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             # gVNIC: required for the extra GPU NICs, and the faster virtual NIC on every GPU machine.
             "gvnic": {"enabled": True},
             "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "gcfs_config": image_streaming(args),
         }
         networks = list(_get(args, "additional_networks", []))
         self.workload_policy: Optional[gcp.compute.ResourcePolicy] = None
@@ -1099,6 +1131,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             "service_account": args.get("service_account"),
             "oauth_scopes": gcp_pools.OAUTH_SCOPES,
             "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "gcfs_config": image_streaming(args),
         }
         self.pool = replace(pool, user_labels=tuple(sorted(
             {**dict(pool.user_labels), **gcp_pools.tpu_node_labels(shape, topology)}.items())))
@@ -1177,6 +1210,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
     google_installer = gcp_options.google_driver_installer(config.gpu_software, config.node_pools)
     gpu_pools = [stack_pool_args(c, p, config.gpu_software, google_installer)
                  for c, p in zip(config.node_pools, config.gpu_pools(), strict=True)]
+    storage = config.storage
+    if storage.image_pulls.streaming:
+        for entry in gpu_pools:
+            entry["image_streaming"] = True
     args = GkeClusterArgs(
         region=config.region,
         project=options.project,
@@ -1204,6 +1241,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         args.update(node_cidr=options.node_cidr, pod_cidr=options.pod_cidr, service_cidr=options.service_cidr)
     if any(p.rdma_fabric in gcp_networks.PROFILES for p in config.gpu_pools()):
         args["gpu_network_cidr"] = options.gpu_network_cidr
+    if storage.shared_file_system is not None:
+        args["lustre_csi_driver"] = True
+    if storage.buckets:
+        args["gcs_fuse_csi_driver"] = True
     if options.proxy_only_cidr is not None:  # the stack publishes services through a GKE Gateway
         args["gateway_api"] = True
         if options.network is None:
@@ -1230,6 +1271,8 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         # The GPU Operator's `driver_preinstalled` (kube.nvidia.NvidiaGpuStack): Google's COS installer puts the
         # driver in driver_install_dir, on every GPU pool of the stack.
         outputs["driver_preinstalled"] = True
+    if storage.enabled:
+        outputs["storage"] = storage_from_config(name, config, cluster, opts)
     return ClusterHandle(
         cloud="gcp",
         cluster_name=cluster.cluster_name,

@@ -62,6 +62,8 @@ from ...config import (
 from ...control_plane import ControlPlaneSecurity
 from ...pools import DRA
 from .pools import DWS_MODES, FLEX_START_COMPACT_MACHINES, nvlink_topology
+from .storage_options import check_stack_storage
+from .storage_options import check_storage as check_storage  # the stack parser's GKE ``storage`` rules
 
 CLUSTER_KEYS = {
     "project", "zone", "releaseChannel", "network", "subnetwork", "podsRangeName", "servicesRangeName",
@@ -486,6 +488,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
         raise ConfigError("managedDcgm", "GKE's managed DCGM metrics need GKE's driver and device plugin "
                                          f"(gpuSoftware 'cloud-managed'), not '{config.gpu_software}'")
     _check_pools(config, options)
+    check_stack_storage(config, zone)
     return options
 
 

@@ -32,6 +32,7 @@ from . import network as oci_network
 from . import rdma as oci_rdma
 from .iam import secrets_key_statement
 from .options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, pool_args
+from .storage import file_system_ad_number, storage_from_config
 from .vcn import OkeVcn
 
 ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
@@ -452,6 +453,14 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         components.append(component)
         pools.append(component.gpu_pool)
 
+    storage_outputs: dict = {}
+    storage_ready: list = []
+    if config.storage.enabled:  # nothing at all changes without the keys
+        ad_number = file_system_ad_number(config)
+        ad_name = cluster.availability_domains.apply(lambda names: select_availability_domains(names, (ad_number,))[0])
+        backends, storage_ready = storage_from_config(name, config, cluster, ad_name)
+        storage_outputs["storage"] = backends
+
     return ClusterHandle(
         cloud="oci",
         cluster_name=cluster.cluster_name,
@@ -474,6 +483,7 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             "oci_provider": provider,
             # `kube.network_policy_engine.CalicoPolicyEngine` arguments: OKE's CNI enforces no NetworkPolicy.
             "network_policy_engine": network_policy_engine_args(),
+            **storage_outputs,
         },
-        ready=components,
+        ready=[*components, *storage_ready],
     )

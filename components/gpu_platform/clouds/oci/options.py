@@ -48,6 +48,7 @@ from ... import catalog, control_plane, provisioning
 from ...config import ConfigError, join, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 from .network import SERVICES_CIDR
+from .storage_options import check_storage as check_storage  # the stack parser's OCI ``storage`` rules
 
 CLUSTER_KEYS = {
     "vcnCidr", "vcnId", "endpointSubnetId", "workerSubnetId", "podSubnetId", "loadBalancerSubnetId",
