@@ -364,3 +364,28 @@ def test_every_exemption_has_a_reason():
     assert all(reason.strip() for reason in (*API_CLIENTS.values(), *THIRD_PARTY_PODS.values(),
                                              *UNHARDENED_EXAMPLES.values(), *UNWALKED_IMAGE_FIELDS.values(),
                                              HEALTH_CHECK_REASON))
+
+
+def test_every_reference_stack_plans_health_and_dry_run_remediation(manifests):
+    """Issue 21: every stack watches its accelerator nodes and remediates in dry-run by default: NVIDIA and AMD stacks
+    with node-problem-detector and active checks, Neuron on its own detector's condition, TPU on GKE's."""
+    import json
+
+    from gpu_platform.kube import health_objects
+
+    for stack, objects in manifests.items():
+        kinds = {(o["kind"], o["metadata"]["name"]) for o in objects
+                 if o["metadata"].get("namespace") == health_objects.NAMESPACE}
+        assert ("Deployment", health_objects.REMEDIATION_NAME) in kinds, stack
+        config = next(o for o in objects if o["kind"] == "ConfigMap"
+                      and o["metadata"]["name"] == health_objects.REMEDIATION_NAME)
+        policy = json.loads(config["data"][health_objects.REMEDIATION_CONFIG_FILE])
+        assert policy["mode"] == "dry-run", stack
+        has_gpus = stack not in ("aws-neuron", "gcp-tpu")
+        assert any(kind == "DaemonSet" for kind, _ in kinds) == has_gpus, stack  # node-problem-detector
+        assert any(kind == "CronJob" for kind, _ in kinds) == has_gpus, stack  # active checks
+        expected = {"aws-neuron": ["NeuronHealth"], "gcp-tpu": ["KernelDeadlock", "ReadonlyFilesystem"]}.get(stack)
+        if expected is not None:
+            assert policy["fatalConditions"] == expected
+        else:
+            assert {"GpuXidFatal", "GpuFellOffBus", "GpuHealthCheckFailed"} <= set(policy["fatalConditions"]), stack
