@@ -224,6 +224,7 @@ def pool_node_labels(
         labels[HAMI_NODE_LABEL] = HAMI_NODE_VALUE
     return labels
 
+
 # Node health (issue 21): what the health checks report on a node and what remediation marks it with.
 HEALTH_CHECK_LABEL = f"{DOMAIN}/health-check"
 """``passed`` or ``failed``: the last active health check of the node (DCGM diagnostics, single-node all-reduce),
