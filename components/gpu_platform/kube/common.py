@@ -90,6 +90,18 @@ def metadata(name: str, namespace: Optional[str] = None, extra_labels: Optional[
     return meta
 
 
+def claim_spec(access_mode: str, size: str, storage_class: Optional[str] = None,
+               volume: Optional[str] = None) -> dict[str, Any]:
+    """A PersistentVolumeClaim's ``spec``: provisioned by ``storage_class`` (None: the cluster's default), or bound to
+    the static ``volume`` by name (then no class may provision for it: ``storageClassName: ""``)."""
+    claim: dict[str, Any] = {"accessModes": [access_mode], "resources": {"requests": {"storage": size}}}
+    if storage_class:
+        claim["storageClassName"] = storage_class
+    if volume:
+        claim.update(storageClassName="", volumeName=volume)
+    return claim
+
+
 def helm_release(
     resource_name: str,
     chart: Chart,

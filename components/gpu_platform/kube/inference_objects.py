@@ -43,7 +43,7 @@ from ..pools import GpuPool
 from ..priorities import INFERENCE_CRITICAL
 from ..versions import INFERENCE_IMAGE, KEDA_API_VERSION, PROMETHEUS_OPERATOR_API_VERSION
 from . import dra_objects, gateway_objects, monitoring_policies, namespace_security, pod_security, storage_objects
-from .common import metadata
+from .common import claim_spec, metadata
 from .gateway_objects import RouteTarget
 from .health_placement import healthy_node_affinity
 
@@ -445,12 +445,7 @@ def model_cache_name(spec: InferenceSpec) -> str:
 
 
 def model_cache_claim(spec: InferenceSpec) -> dict[str, Any]:
-    claim: dict[str, Any] = {"accessModes": [spec.model_cache_access_mode],
-                             "resources": {"requests": {"storage": spec.model_cache_size}}}
-    if spec.model_cache_storage_class:
-        claim["storageClassName"] = spec.model_cache_storage_class
-    if spec.model_cache_volume:
-        # A static volume: no class may provision for the claim, which binds to that volume by name.
-        claim.update(storageClassName="", volumeName=spec.model_cache_volume)
+    claim = claim_spec(spec.model_cache_access_mode, spec.model_cache_size, spec.model_cache_storage_class,
+                       spec.model_cache_volume)
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": metadata(model_cache_name(spec), spec.namespace, selector_labels(spec)), "spec": claim}

@@ -66,7 +66,7 @@ from . import (
     pod_security,
     storage_objects,
 )
-from .common import metadata
+from .common import claim_spec, metadata
 from .gateway_objects import RouteTarget
 from .health_placement import healthy_node_affinity
 
@@ -333,14 +333,7 @@ def gpu_claim_template_name(spec: LlmSpec) -> str:
 
 
 def _cache_claim_spec(spec: LlmSpec) -> dict[str, Any]:
-    claim: dict[str, Any] = {"accessModes": [spec.cache_access_mode],
-                             "resources": {"requests": {"storage": spec.cache_size}}}
-    if spec.cache_storage_class:
-        claim["storageClassName"] = spec.cache_storage_class
-    if spec.cache_volume:
-        # A static volume: no class may provision for the claim, which binds to that volume by name.
-        claim.update(storageClassName="", volumeName=spec.cache_volume)
-    return claim
+    return claim_spec(spec.cache_access_mode, spec.cache_size, spec.cache_storage_class, spec.cache_volume)
 
 
 def _volumes(spec: LlmSpec) -> list[dict[str, Any]]:
