@@ -19,7 +19,7 @@ from ...config import PlatformConfig
 from ...kube.common import child_opts
 from ..autoscaler_profile import GpuScalingProfile, OkeNodePoolRange, oke_addon_configurations
 from ..handle import ClusterHandle
-from . import contract
+from . import contract, iam
 from .iam import compartment_scope
 
 ADDON_NAME = "ClusterAutoscaler"
@@ -39,12 +39,7 @@ instances and VNICs they create in the worker subnets)."""
 
 def workload_principal(cluster_id: str) -> str:
     """The condition matching the add-on's service account in this cluster (OKE workload identity)."""
-    return ", ".join([
-        "request.principal.type='workload'",
-        f"request.principal.namespace='{NAMESPACE}'",
-        f"request.principal.service_account='{SERVICE_ACCOUNT}'",
-        f"request.principal.cluster_id='{cluster_id}'",
-    ])
+    return iam.workload_principal(cluster_id, NAMESPACE, SERVICE_ACCOUNT)
 
 
 def policy_statements(compartment_id: str, cluster_id: str) -> list[str]:

@@ -6,6 +6,16 @@ runs in the cluster authenticates as its own Kubernetes service account through 
 """
 
 
+def workload_principal(cluster_id: str, namespace: str, service_account: str) -> str:
+    """The condition matching one Kubernetes service account of this cluster (OKE workload identity)."""
+    return ", ".join([
+        "request.principal.type='workload'",
+        f"request.principal.namespace='{namespace}'",
+        f"request.principal.service_account='{service_account}'",
+        f"request.principal.cluster_id='{cluster_id}'",
+    ])
+
+
 def compartment_scope(compartment_id: str) -> str:
     """Where a statement applies: ``compartment id <ocid>``, or ``tenancy`` for the root compartment (the policy
     language names the root compartment ``tenancy``; ``compartmentId`` may be the tenancy OCID)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from ... import labels
 from ...errors import ConfigError
+from . import iam
 
 FSS_CSI_DRIVER = "fss.csi.oraclecloud.com"
 """OKE's CSI driver for File Storage (OKE "Provisioning PVCs on the File Storage Service"), part of every cluster."""
@@ -170,12 +171,7 @@ workloads mount read-only buckets' claims ``readOnly``)."""
 
 def workload_principal(cluster_id: str) -> str:
     """The condition matching the rclone node plugin's ServiceAccount in this cluster (OKE workload identity)."""
-    return ", ".join([
-        "request.principal.type='workload'",
-        f"request.principal.namespace='{RCLONE_NAMESPACE}'",
-        f"request.principal.service_account='{RCLONE_SERVICE_ACCOUNT}'",
-        f"request.principal.cluster_id='{cluster_id}'",
-    ])
+    return iam.workload_principal(cluster_id, RCLONE_NAMESPACE, RCLONE_SERVICE_ACCOUNT)
 
 
 def bucket_policy_statements(compartment_scope: str, cluster_id: str,
