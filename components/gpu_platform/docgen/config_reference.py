@@ -160,43 +160,36 @@ def shared_sections() -> list[Section]:
         sections.append(Section(name, f"`{name}`", name, model,
                                 tuple(sorted(keys_checked_in(config, f"parse_{name}"))), CLOUDS,
                                 lambda c, n=name: getattr(c, n)))
-    # Parsed in its own module (the Gateway in front of the inference services).
-    sections.append(Section("gateway", "`gateway`", "gateway", gateway_config.GatewayConfig,
-                            tuple(sorted(keys_checked_in(gateway_config, "parse_gateway"))), CLOUDS,
-                            lambda c: c.gateway))
-    # Parsed in their own modules: node health (on by default) and the data plane (off by default).
-    sections.append(Section("health", "`health`", "health", health_config.HealthConfig,
-                            tuple(sorted(keys_checked_in(health_config, "parse_health"))), CLOUDS,
-                            lambda c: c.health))
-    sections.append(Section("health-activechecks", "`health.activeChecks`", "health.activeChecks",
-                            health_config.ActiveChecksConfig,
-                            tuple(sorted(keys_checked_in(health_config, "parse_active_checks"))), CLOUDS,
-                            lambda c: c.health.active_checks))
-    sections.append(Section("health-remediation", "`health.remediation`", "health.remediation",
-                            health_config.RemediationConfig,
-                            tuple(sorted(keys_checked_in(health_config, "parse_remediation"))), CLOUDS,
-                            lambda c: c.health.remediation))
-    sections.append(Section("storage", "`storage`", "storage", storage_config.StorageConfig,
-                            tuple(sorted(keys_checked_in(storage_config, "parse_storage"))), CLOUDS,
-                            lambda c: c.storage))
-    sections.append(Section("storage-sharedfilesystem", "`storage.sharedFileSystem`", "storage.sharedFileSystem",
-                            storage_config.SharedFileSystemConfig,
-                            tuple(sorted(keys_checked_in(storage_config, "_parse_shared_file_system"))), CLOUDS,
-                            lambda c: c.storage.shared_file_system, probe=_with_storage,
-                            field_of=_storage_field))
-    sections.append(Section("storage-buckets", "`storage.buckets[]`", "storage.buckets[]", storage_config.BucketConfig,
-                            tuple(sorted(keys_checked_in(storage_config, "_parse_bucket"))), MANAGED_CLOUDS,
-                            lambda c: c.storage.buckets[0], probe=_with_storage,
-                            field_of=_storage_field))
-    sections.append(Section("storage-imagepulls", "`storage.imagePulls`", "storage.imagePulls",
-                            storage_config.ImagePullsConfig,
-                            tuple(sorted(keys_checked_in(storage_config, "_parse_image_pulls"))), CLOUDS,
-                            lambda c: c.storage.image_pulls))
-    # Parsed in its own module, absent (None) unless the stack has it: probed with a small model.
-    sections.append(Section("llm", "`llm`", "llm", llm_config.LlmConfig,
-                            tuple(sorted(keys_checked_in(llm_config, "parse_llm"))), CLOUDS, lambda c: c.llm,
-                            probe=_with_llm))
+    # Parsed in their own modules: the Gateway in front of the inference services, node health (on by default), the
+    # data plane (off by default) and the LLM service (absent unless the stack has it: probed with a small model).
+    sections += [
+        _parsed_in(gateway_config, "parse_gateway", "gateway", gateway_config.GatewayConfig, lambda c: c.gateway),
+        _parsed_in(health_config, "parse_health", "health", health_config.HealthConfig, lambda c: c.health),
+        _parsed_in(health_config, "parse_active_checks", "health.activeChecks", health_config.ActiveChecksConfig,
+                   lambda c: c.health.active_checks),
+        _parsed_in(health_config, "parse_remediation", "health.remediation", health_config.RemediationConfig,
+                   lambda c: c.health.remediation),
+        _parsed_in(storage_config, "parse_storage", "storage", storage_config.StorageConfig, lambda c: c.storage),
+        _parsed_in(storage_config, "_parse_shared_file_system", "storage.sharedFileSystem",
+                   storage_config.SharedFileSystemConfig, lambda c: c.storage.shared_file_system,
+                   probe=_with_storage, field_of=_storage_field),
+        _parsed_in(storage_config, "_parse_bucket", "storage.buckets[]", storage_config.BucketConfig,
+                   lambda c: c.storage.buckets[0], clouds=MANAGED_CLOUDS, probe=_with_storage,
+                   field_of=_storage_field),
+        _parsed_in(storage_config, "_parse_image_pulls", "storage.imagePulls", storage_config.ImagePullsConfig,
+                   lambda c: c.storage.image_pulls),
+        _parsed_in(llm_config, "parse_llm", "llm", llm_config.LlmConfig, lambda c: c.llm, probe=_with_llm),
+    ]
     return sections
+
+
+def _parsed_in(module: Any, parser: str, path: str, model: type, read: Callable, clouds: tuple = CLOUDS,
+               **options: Any) -> Section:
+    """The section of ``path`` parsed by ``module.parser``: its anchor and title follow from the path, its keys from
+    the parser's ``check_keys`` call."""
+    anchor = path.replace("[]", "").replace(".", "-").lower()
+    return Section(anchor, f"`{path}`", path, model, tuple(sorted(keys_checked_in(module, parser))), clouds, read,
+                   **options)
 
 
 def cloud_sections(cloud: str) -> list[Section]:
