@@ -165,3 +165,38 @@ def test_a_refused_client_connection_stays_usable(servers):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         sock.sendall(request_bytes(server.port, "hello"))
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+def test_a_plain_request_admission_refuses_is_answered_before_aiohttp_and_counted_like_the_others(servers):
+    server = servers["deadline"]
+    hurried = request_bytes(server.port, "in a hurry", "X-Request-Timeout-Ms: 50\r\n")
+
+    async def refused(parts: list[bytes]) -> tuple[int, dict, dict]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        for part in parts:
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        answer = await asyncio.wait_for(read_response(reader), 5)
+        writer.close()
+        return answer
+
+    async def scenario():
+        backlog = asyncio.ensure_future(closed_loop(server.port, 30, 1.5))  # ~300 ms of texts ahead
+        await asyncio.sleep(0.5)
+        whole = await refused([hurried])  # one chunk, one plain request: the connection guard refuses it
+        split = await refused([hurried[:40], hurried[40:]])  # two chunks: aiohttp parses it, then it is refused
+        return whole, split, await backlog
+
+    before = server.metrics()
+    whole, split, backlog = asyncio.run(scenario())
+    after = server.metrics()
+    for status, headers, body in (whole, split):
+        assert (status, body["error"]["reason"], headers["retry-after"]) == (503, "overloaded", "1")
+        assert "beyond the deadline" in body["error"]["message"]
+        assert headers["content-type"] == "application/json; charset=utf-8" and "date" in headers
+    assert "server" not in whole[1] and "aiohttp" in split[1]["server"]  # which path answered
+    refused_backlog = sum(1 for status, _, head in backlog if head["reason"] == "overloaded")
+    grew = {key: after[key] - before[key] for key in
+            ('inference_errors_total{reason="overloaded"}', 'inference_requests_total{status="503"}')}
+    assert grew == dict.fromkeys(grew, refused_backlog + 2)

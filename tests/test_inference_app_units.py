@@ -293,6 +293,8 @@ def test_admission_refuses_what_would_finish_after_its_deadline_and_says_when_th
         with pytest.raises(Overloaded) as refused:
             batcher.admit(1, now + 0.5)
         batcher.admit(1, now + 2.0)  # a longer deadline is admitted
+        with pytest.raises(Overloaded):  # in time on average, but without the headroom an estimate needs
+            batcher.admit(1, now + wait + 0.1)
         await asyncio.gather(running, queued)
         await batcher.close()
         return wait, refused.value
@@ -336,6 +338,37 @@ def test_the_estimate_learns_from_well_filled_batches():
         return batcher.seconds_per_text
 
     assert 0.012 <= run(scenario) <= 0.03  # moving towards 20 ms per text (80 ms per batch of 4)
+
+
+def answers_every(interval: float, forward_clock: float):
+    """A `StartForward` whose answers come ``interval`` seconds apart, one batch at a time, while the forward
+    pass's own clock says ``forward_clock``: the rest is time the pass's clock misses (pipe, a busy event loop)."""
+    state = {"free_at": 0.0}
+
+    def start(texts, on_done):
+        loop = asyncio.get_running_loop()
+        state["free_at"] = max(state["free_at"], loop.time()) + interval
+        loop.call_at(state["free_at"], on_done, [t.upper() for t in texts], None, forward_clock)
+
+    return start
+
+
+@pytest.mark.parametrize("backlog, expected", [(True, 0.005), (False, 0.00025)],
+                         ids=["saturated-time-between-answers", "idle-between-batches-forward-clock"])
+def test_the_speed_is_the_time_between_answers_while_the_model_side_is_saturated(backlog, expected):
+    async def scenario():
+        batcher = MicroBatcher(answers_every(0.02, 0.001), max_batch_size=4, max_wait_s=0.0, max_queue=100)
+        batcher.start()
+        if backlog:  # 40 texts at once: every answer finds the next batch already sent
+            await asyncio.gather(*(batcher.submit([f"t{i}"]) for i in range(40)))
+        else:  # one full batch at a time, the model idle in between
+            for _ in range(10):
+                await batcher.submit([f"t{i}" for i in range(4)])
+                await asyncio.sleep(0.005)
+        await batcher.close()
+        return batcher.seconds_per_text
+
+    assert run(lambda executor: scenario()) == pytest.approx(expected, rel=0.3)
 
 
 def test_a_full_batch_waiting_is_sent_while_the_model_is_busy_two_in_flight_at_most():
@@ -411,3 +444,58 @@ def test_the_event_loop_is_uvloop_by_default_and_asyncio_on_request(monkeypatch)
 
     monkeypatch.setattr(builtins, "__import__", without_uvloop)
     assert (event_loop_runner("auto"), event_loop_runner("uvloop")) == (asyncio.run, None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# refusing before aiohttp (early_refusal.py)
+
+PLAIN_BODY = b'{"text": "fine"}'
+PLAIN = (b"POST /analyze HTTP/1.1\r\nHost: x\r\nX-Request-Timeout-Ms: 50\r\nContent-Length: 16\r\n\r\n" + PLAIN_BODY)
+
+
+def test_one_complete_plain_request_is_read_with_lower_case_header_names():
+    from sentiment.early_refusal import plain_analyze_request
+
+    assert plain_analyze_request(PLAIN) == {"host": "x", "x-request-timeout-ms": "50", "content-length": "16"}
+    mixed_case = PLAIN.replace(b"Content-Length: 16", b"CONTENT-length:16  ")
+    assert plain_analyze_request(mixed_case)["content-length"] == "16"
+
+
+@pytest.mark.parametrize("data", [
+    PLAIN[:-1],  # body not all here yet
+    PLAIN + PLAIN,  # two pipelined requests in one chunk
+    PLAIN.replace(b"POST /analyze HTTP/1.1", b"POST /analyze HTTP/1.0"),
+    PLAIN.replace(b"POST /analyze ", b"POST /analyze?x=1 "),
+    PLAIN.replace(b"GET", b"POST").replace(b"POST ", b"PUT "),
+    PLAIN.replace(b"Host: x\r\n", b"Host: x\r\nTransfer-Encoding: chunked\r\n"),
+    PLAIN.replace(b"Host: x\r\n", b"Host: x\r\nExpect: 100-continue\r\n"),
+    PLAIN.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n"),
+    PLAIN.replace(b"Host: x\r\n", b"Host: x\r\nUpgrade: websocket\r\n"),
+    PLAIN.replace(b"Host: x\r\n", b"Host: x\r\nContent-Length: 16\r\n"),  # two Content-Lengths
+    PLAIN.replace(b"Host: x\r\n", b"Host: x\r\n folded\r\n"),  # obsolete line folding
+    PLAIN.replace(b"Host: x", b"Host : x"),  # whitespace before the colon
+    PLAIN.replace(b"Host: x", b"Host: \xe9"),  # not ASCII
+    PLAIN.replace(b"Content-Length: 16", b"Content-Length: +16"),
+    PLAIN.replace(b"Content-Length: 16", b"Content-Length: " + b"9" * 5000),
+    PLAIN.replace(b"Content-Length: 16\r\n", b""),
+], ids=["partial-body", "pipelined", "http-1.0", "query", "method", "chunked", "expect", "connection", "upgrade",
+        "two-lengths", "folding", "space-before-colon", "non-ascii", "signed-length", "huge-length", "no-length"])
+def test_anything_but_one_complete_plain_request_is_left_to_aiohttp(data):
+    from sentiment.early_refusal import plain_analyze_request
+
+    assert plain_analyze_request(data) is None
+
+
+def test_the_early_refusal_is_a_complete_http_response_with_retry_after_and_a_json_body():
+    from sentiment.early_refusal import RefusalRenderer
+
+    raw = RefusalRenderer().render("overloaded", "expected wait 0.300s is beyond the deadline (0.050s)", 2,
+                                   now=1_795_000_000)
+    head, body = raw.split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    assert lines[0] == "HTTP/1.1 503 Service Unavailable"
+    assert headers == {"Content-Type": "application/json; charset=utf-8", "Retry-After": "2",
+                       "Content-Length": str(len(body)), "Date": "Wed, 18 Nov 2026 11:06:40 GMT"}
+    assert json.loads(body) == {"error": {"reason": "overloaded",
+                                          "message": "expected wait 0.300s is beyond the deadline (0.050s)"}}

@@ -9,8 +9,9 @@ longer than a load balancer's idle timeout.
 
 After a 503 with ``Retry-After``, the guard stops reading the connection until that time has passed (`hold`): a
 client that honours it loses nothing, and one that resends at once waits in its own socket buffer instead of
-making the server refuse it again and again. Refusing is cheap, but a few hundred clients refusing to wait would
-otherwise spend the CPU the model needs on 503s.
+making the server refuse it again and again. Refusing is cheap (the guard itself refuses a plain request that
+admission would refuse, before aiohttp parses it: early_refusal.py), but a few hundred clients refusing to wait
+would otherwise spend the CPU the model needs on 503s.
 
 `Connections` tracks the guards, so that on SIGTERM the server can close every idle keep-alive connection at once
 (a client then opens a new one instead of sending its next request into a connection the server is about to
@@ -38,6 +39,7 @@ class Guard(asyncio.Protocol):
         self._timer: Optional[asyncio.TimerHandle] = None
         self._held: Optional[asyncio.TimerHandle] = None
         self.request_arrived = 0.0  # time.monotonic() of the current request's first byte
+        self.arriving = False  # its request passed `Connections.refuse_early` and has not reached the app yet
 
     # -- asyncio.Protocol, passed through ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -48,6 +50,8 @@ class Guard(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if not self.busy and self._timer is None and data:  # the first byte of a request head
             self.request_arrived = time.monotonic()
+            if self.connections.refuse_early(self, data):  # answered here: aiohttp never sees these bytes
+                return
             self._timer = asyncio.get_running_loop().call_later(self.connections.header_timeout, self._timed_out)
         self.inner.data_received(data)
 
@@ -55,6 +59,7 @@ class Guard(asyncio.Protocol):
         return self.inner.eof_received()
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.arrived()
         self._cancel_timer()
         if self._held is not None:
             self._held.cancel()
@@ -76,12 +81,31 @@ class Guard(asyncio.Protocol):
         return self.served > 0 and not self.busy and self._timer is None
 
     def request_started(self) -> None:
+        self.arrived()
         self.busy += 1
         self._cancel_timer()
+
+    def arriving_request(self) -> None:
+        """Its request was let through to aiohttp: count it in `Connections.arriving` until it reaches the app."""
+        if not self.arriving:
+            self.arriving = True
+            self.connections.arriving += 1
+
+    def arrived(self) -> None:
+        if self.arriving:
+            self.arriving = False
+            self.connections.arriving -= 1
 
     def request_finished(self) -> None:
         self.busy -= 1
         self.served += 1
+
+    def answer_early(self, response: bytes, hold_s: float) -> None:
+        """Answer a request aiohttp never saw (`Connections.refuse_early`), then `hold` the connection."""
+        assert self.transport is not None
+        self.transport.write(response)
+        self.served += 1
+        self.hold(hold_s)
 
     def hold(self, seconds: float) -> None:
         """Read nothing more from this connection for ``seconds`` (the Retry-After just sent on it)."""
@@ -115,11 +139,19 @@ class Guard(asyncio.Protocol):
 
 
 class Connections:
-    """The open connections, each behind a `Guard`; ``factory`` wraps aiohttp's protocol factory."""
+    """The open connections, each behind a `Guard`; ``factory`` wraps aiohttp's protocol factory.
 
-    def __init__(self, header_timeout: float):
+    ``refuse_early(guard, data)`` sees the first chunk of each request before aiohttp does; when it answers the
+    request itself (`Guard.answer_early`) it returns True and the chunk goes no further (early_refusal.py).
+    ``arriving``: requests it let through whose handler has not run yet. Under a burst (clients coming back
+    together after their Retry-After) hundreds of requests are read before the first handler runs; they are
+    ahead of the next one in the line for the model, though not in the batcher's queue yet."""
+
+    def __init__(self, header_timeout: float, refuse_early: Optional[Callable[[Guard, bytes], bool]] = None):
         self.header_timeout = header_timeout
+        self.refuse_early = refuse_early or (lambda guard, data: False)
         self._guards: dict[Any, Guard] = {}  # aiohttp protocol -> its guard
+        self.arriving = 0
 
     def factory(self, make_protocol: Callable[[], Any]) -> Callable[[], Guard]:
         return lambda: Guard(make_protocol(), self)
