@@ -431,6 +431,55 @@ def test_body_slower_than_body_timeout_is_408(main):
         'inference_errors_total{reason="body_timeout"}'] == 1
 
 
+def analyze_bytes(text_or_texts) -> bytes:
+    body = json.dumps({"text": text_or_texts}).encode()
+    return b"POST /analyze HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def read_one_response(sock: socket.socket, buffered: bytearray) -> tuple[str, dict, dict]:
+    """(status line, headers, JSON body) of the next response on a keep-alive socket."""
+    while b"\r\n\r\n" not in buffered:
+        buffered += sock.recv(65536)
+    head, _, rest = bytes(buffered).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    length = int(headers["content-length"])
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    buffered[:] = rest[length:]
+    return lines[0], headers, json.loads(rest[:length])
+
+
+@pytest.mark.parametrize("texts", ["a plain request, one text", ["a list", "of two texts"]])
+def test_the_fast_path_answers_exactly_as_aiohttp_does(main, texts):
+    request = analyze_bytes(texts)
+    answers = []
+    for chunks in ([request], [request[:30], request[30:]]):  # one chunk: the fast path; two: aiohttp
+        with socket.create_connection(("127.0.0.1", main.port), timeout=10) as sock:
+            for chunk in chunks:
+                sock.sendall(chunk)
+                time.sleep(0.05)
+            answers.append(read_one_response(sock, bytearray()))
+    (fast_status, fast_headers, fast_body), (slow_status, slow_headers, slow_body) = answers
+    assert "server" not in fast_headers and "aiohttp" in slow_headers["server"]  # which path answered
+    assert fast_status == slow_status == "HTTP/1.1 200 OK"
+    assert fast_headers["content-type"] == slow_headers["content-type"] == "application/json; charset=utf-8"
+    assert fast_body == slow_body
+    assert (len(fast_body["results"]) == 2) if isinstance(texts, list) else set(fast_body) == {"label", "score"}
+
+
+def test_requests_pipelined_on_one_connection_are_answered_in_order(main):
+    sizes = [1, 3, 2, 1, 4]
+    with socket.create_connection(("127.0.0.1", main.port), timeout=10) as sock:
+        for size in sizes:  # each written before the previous one is answered
+            sock.sendall(analyze_bytes(["pipelined text"] * size if size > 1 else "pipelined text"))
+            time.sleep(0.002)
+        buffered = bytearray()
+        answers = [read_one_response(sock, buffered) for _ in sizes]
+    assert [len(body["results"]) if "results" in body else 1 for _, _, body in answers] == sizes
+    assert {status for status, _, _ in answers} == {"HTTP/1.1 200 OK"}
+
+
 @pytest.mark.parametrize("request_bytes", [b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nBad Header\r\n\r\n"],
                          ids=["garbage-request-line", "bad-header"])
 def test_a_malformed_request_is_a_400_and_one_log_line_without_traceback(main, request_bytes):

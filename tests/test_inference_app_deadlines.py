@@ -200,3 +200,39 @@ def test_a_plain_request_admission_refuses_is_answered_before_aiohttp_and_counte
     grew = {key: after[key] - before[key] for key in
             ('inference_errors_total{reason="overloaded"}', 'inference_requests_total{status="503"}')}
     assert grew == dict.fromkeys(grew, refused_backlog + 2)
+
+
+def test_a_client_that_leaves_while_its_texts_wait_is_client_aborted_and_answers_after_it_keep_their_order(servers):
+    server = servers["deadline"]
+
+    async def scenario():
+        backlog = asyncio.ensure_future(closed_loop(server.port, 20, 1.0))  # ~200 ms of texts ahead
+        await asyncio.sleep(0.3)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request_bytes(server.port, "gone before its answer"))
+        await writer.drain()
+        writer.close()  # while its text waits behind the backlog
+        # On another connection, a second request written while the first is in the model: answered after it.
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request_bytes(server.port, "first"))
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        body = json.dumps({"text": ["second", "and third"]}).encode()
+        writer.write(b"POST /analyze HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        first, second = await read_response(reader), await read_response(reader)
+        writer.close()
+        await backlog
+        return first, second
+
+    before = server.metrics()
+    first, second = asyncio.run(scenario())
+    time.sleep(0.3)  # the log reader thread
+    after = server.metrics()
+    assert (first[0], second[0]) == (200, 200)
+    assert "label" in first[2] and len(second[2]["results"]) == 2  # in the order they were sent
+    grew = {key: after[key] - before[key] for key in
+            ('inference_errors_total{reason="client_aborted"}', 'inference_requests_total{status="499"}',
+             'inference_errors_total{reason="model_error"}')}
+    assert grew == {'inference_errors_total{reason="client_aborted"}': 1, 'inference_requests_total{status="499"}': 1,
+                    'inference_errors_total{reason="model_error"}': 0}
+    assert "closed the connection before its answer" in "".join(server.lines)

@@ -447,14 +447,14 @@ def test_the_event_loop_is_uvloop_by_default_and_asyncio_on_request(monkeypatch)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# refusing before aiohttp (early_refusal.py)
+# the fast path's HTTP (plain_http.py)
 
 PLAIN_BODY = b'{"text": "fine"}'
 PLAIN = (b"POST /analyze HTTP/1.1\r\nHost: x\r\nX-Request-Timeout-Ms: 50\r\nContent-Length: 16\r\n\r\n" + PLAIN_BODY)
 
 
 def test_one_complete_plain_request_is_read_with_lower_case_header_names():
-    from sentiment.early_refusal import plain_analyze_request
+    from sentiment.plain_http import plain_analyze_request
 
     assert plain_analyze_request(PLAIN) == {"host": "x", "x-request-timeout-ms": "50", "content-length": "16"}
     mixed_case = PLAIN.replace(b"Content-Length: 16", b"CONTENT-length:16  ")
@@ -481,21 +481,27 @@ def test_one_complete_plain_request_is_read_with_lower_case_header_names():
 ], ids=["partial-body", "pipelined", "http-1.0", "query", "method", "chunked", "expect", "connection", "upgrade",
         "two-lengths", "folding", "space-before-colon", "non-ascii", "signed-length", "huge-length", "no-length"])
 def test_anything_but_one_complete_plain_request_is_left_to_aiohttp(data):
-    from sentiment.early_refusal import plain_analyze_request
+    from sentiment.plain_http import plain_analyze_request
 
     assert plain_analyze_request(data) is None
 
 
-def test_the_early_refusal_is_a_complete_http_response_with_retry_after_and_a_json_body():
-    from sentiment.early_refusal import RefusalRenderer
+def test_the_fast_path_writes_complete_responses_with_retry_after_and_connection_close_when_asked():
+    from sentiment.plain_http import ResponseRenderer, error_body
 
-    raw = RefusalRenderer().render("overloaded", "expected wait 0.300s is beyond the deadline (0.050s)", 2,
-                                   now=1_795_000_000)
-    head, body = raw.split(b"\r\n\r\n", 1)
-    lines = head.decode().split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    assert lines[0] == "HTTP/1.1 503 Service Unavailable"
+    def parse(raw: bytes) -> tuple[str, dict, bytes]:
+        head, body = raw.split(b"\r\n\r\n", 1)
+        lines = head.decode().split("\r\n")
+        return lines[0], dict(line.split(": ", 1) for line in lines[1:]), body
+
+    renderer = ResponseRenderer()
+    message = "expected wait 0.300s is beyond the deadline (0.050s)"
+    status, headers, body = parse(renderer.render(503, error_body("overloaded", message), 2, now=1_795_000_000))
+    assert status == "HTTP/1.1 503 Service Unavailable"
     assert headers == {"Content-Type": "application/json; charset=utf-8", "Retry-After": "2",
                        "Content-Length": str(len(body)), "Date": "Wed, 18 Nov 2026 11:06:40 GMT"}
-    assert json.loads(body) == {"error": {"reason": "overloaded",
-                                          "message": "expected wait 0.300s is beyond the deadline (0.050s)"}}
+    assert json.loads(body) == {"error": {"reason": "overloaded", "message": message}}
+    status, headers, body = parse(renderer.render(200, b'{"label": "POSITIVE"}', close=True, now=1_795_000_001))
+    assert status == "HTTP/1.1 200 OK" and body == b'{"label": "POSITIVE"}'
+    assert headers == {"Content-Type": "application/json; charset=utf-8", "Connection": "close",
+                       "Content-Length": "21", "Date": "Wed, 18 Nov 2026 11:06:41 GMT"}

@@ -200,6 +200,11 @@ class MicroBatcher:
     async def submit(self, texts: Sequence[str], deadline: float = math.inf) -> list[Any]:
         """The outputs for ``texts`` once their batches ran. Raises `Overloaded` (refused at admission) or
         `DeadlineExceeded` (admitted, then dropped before its forward pass: it could not finish in time)."""
+        return await self.enqueue(texts, deadline)
+
+    def enqueue(self, texts: Sequence[str], deadline: float = math.inf) -> "asyncio.Future[list[Any]]":
+        """`submit` without a coroutine: raises `Overloaded` at once, else returns the future of the outputs
+        (which may fail with `DeadlineExceeded`). For callers that answer from a callback (fast_path.py)."""
         if not self._running:
             raise RuntimeError("the batcher is not running")
         self.admit(len(texts), deadline)
@@ -209,7 +214,7 @@ class MicroBatcher:
         self._queued += len(texts)
         self._on_queue(self._queued)
         self._dispatch()
-        return await pending.future
+        return pending.future
 
     def drain(self) -> None:
         """Stop waiting for batches to fill: everything queued leaves at once (shutdown)."""

@@ -9,9 +9,9 @@ longer than a load balancer's idle timeout.
 
 After a 503 with ``Retry-After``, the guard stops reading the connection until that time has passed (`hold`): a
 client that honours it loses nothing, and one that resends at once waits in its own socket buffer instead of
-making the server refuse it again and again. Refusing is cheap (the guard itself refuses a plain request that
-admission would refuse, before aiohttp parses it: early_refusal.py), but a few hundred clients refusing to wait
-would otherwise spend the CPU the model needs on 503s.
+making the server refuse it again and again. Refusing is cheap (a plain request is refused by the fast path,
+fast_path.py, before aiohttp parses it), but a few hundred clients refusing to wait would otherwise spend the
+CPU the model needs on 503s.
 
 `Connections` tracks the guards, so that on SIGTERM the server can close every idle keep-alive connection at once
 (a client then opens a new one instead of sending its next request into a connection the server is about to
@@ -27,6 +27,10 @@ from typing import Any, Callable, Optional
 log = logging.getLogger("sentiment")
 
 
+# Bytes a client may send ahead while the fast path answers its request, before the guard stops reading.
+BACKLOG_LIMIT = 1 << 20
+
+
 class Guard(asyncio.Protocol):
     """Wraps one aiohttp protocol; the app tells it when a request starts and ends (`Connections.request`)."""
 
@@ -39,7 +43,9 @@ class Guard(asyncio.Protocol):
         self._timer: Optional[asyncio.TimerHandle] = None
         self._held: Optional[asyncio.TimerHandle] = None
         self.request_arrived = 0.0  # time.monotonic() of the current request's first byte
-        self.arriving = False  # its request passed `Connections.refuse_early` and has not reached the app yet
+        self.arriving = False  # its request went to aiohttp and has not reached the app yet
+        self._taken = False  # its request is with the fast path (`begin` .. `end`)
+        self._backlog = bytearray()  # bytes received meanwhile
 
     # -- asyncio.Protocol, passed through ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -48,10 +54,16 @@ class Guard(asyncio.Protocol):
         self.inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
+        if self._taken:  # the fast path has this connection's request: keep what follows until it answered
+            self._backlog += data
+            if len(self._backlog) > BACKLOG_LIMIT:
+                self.transport.pause_reading()  # type: ignore[union-attr]
+            return
         if not self.busy and self._timer is None and data:  # the first byte of a request head
             self.request_arrived = time.monotonic()
-            if self.connections.refuse_early(self, data):  # answered here: aiohttp never sees these bytes
+            if self.connections.first_chunk(self, data):  # taken by the fast path: aiohttp never sees it
                 return
+            self.arriving_request()
             self._timer = asyncio.get_running_loop().call_later(self.connections.header_timeout, self._timed_out)
         self.inner.data_received(data)
 
@@ -86,7 +98,7 @@ class Guard(asyncio.Protocol):
         self._cancel_timer()
 
     def arriving_request(self) -> None:
-        """Its request was let through to aiohttp: count it in `Connections.arriving` until it reaches the app."""
+        """Its request went to aiohttp: count it in `Connections.arriving` until it reaches the app."""
         if not self.arriving:
             self.arriving = True
             self.connections.arriving += 1
@@ -100,12 +112,53 @@ class Guard(asyncio.Protocol):
         self.busy -= 1
         self.served += 1
 
-    def answer_early(self, response: bytes, hold_s: float) -> None:
-        """Answer a request aiohttp never saw (`Connections.refuse_early`), then `hold` the connection."""
-        assert self.transport is not None
-        self.transport.write(response)
+    def begin(self) -> None:
+        """A request is taken by the fast path (fast_path.py): busy until `end`. Bytes that arrive meanwhile (a
+        pipelined next request) wait here and are read after the answer, so answers leave in order; a client
+        that leaves meanwhile closes the transport (aiohttp's protocol answers EOF so), which `end` sees."""
+        self._taken = True
+        self.busy += 1
+        self._keep_alive()
+
+    def end(self, response: bytes, close: bool = False, hold_s: Optional[float] = None) -> None:
+        """Write the fast path's answer; then close the connection, or `hold` it for ``hold_s`` seconds (after
+        a 503), or read the next request."""
+        self._taken = False
+        self.busy -= 1
         self.served += 1
-        self.hold(hold_s)
+        if self.transport is None or self.transport.is_closing():
+            return
+        if response:
+            self.transport.write(response)
+        if close:
+            self.transport.close()
+        elif hold_s:
+            self.hold(hold_s)
+        else:
+            self._resume()
+        self._keep_alive()
+
+    def _resume(self) -> None:
+        """Read again: what arrived while the fast path answered first, then the socket."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.transport.resume_reading()
+        if self._backlog:
+            data, self._backlog = bytes(self._backlog), bytearray()
+            self.data_received(data)
+
+    def _keep_alive(self) -> None:
+        """What aiohttp does after each response it writes: push its keep-alive close time back. It never sees
+        the fast path's requests, and would otherwise close a busy connection once its keep-alive timeout
+        (counted from the last request aiohttp saw) ran out."""
+        if hasattr(self.inner, "_next_keepalive_close_time"):
+            self.inner._next_keepalive_close_time = (asyncio.get_running_loop().time()
+                                                     + self.inner.keepalive_timeout)
+
+    @property
+    def peer(self) -> str:
+        peer = self.transport.get_extra_info("peername") if self.transport is not None else None
+        return peer[0] if peer else "?"
 
     def hold(self, seconds: float) -> None:
         """Read nothing more from this connection for ``seconds`` (the Retry-After just sent on it)."""
@@ -116,8 +169,7 @@ class Guard(asyncio.Protocol):
 
     def _release(self) -> None:
         self._held = None
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
+        self._resume()
 
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -132,24 +184,23 @@ class Guard(asyncio.Protocol):
         self._timer = None
         if self.busy or self.transport is None:
             return
-        peer = self.transport.get_extra_info("peername")
         log.info("closed connection from %s: request head not complete after %gs (HEADER_TIMEOUT_S)",
-                 peer[0] if peer else "?", self.connections.header_timeout)
+                 self.peer, self.connections.header_timeout)
         self.close()
 
 
 class Connections:
     """The open connections, each behind a `Guard`; ``factory`` wraps aiohttp's protocol factory.
 
-    ``refuse_early(guard, data)`` sees the first chunk of each request before aiohttp does; when it answers the
-    request itself (`Guard.answer_early`) it returns True and the chunk goes no further (early_refusal.py).
-    ``arriving``: requests it let through whose handler has not run yet. Under a burst (clients coming back
+    ``first_chunk(guard, data)`` sees the first chunk of each request before aiohttp does; when it takes the
+    request (fast_path.py: `Guard.begin`, later `Guard.end`) it returns True and the chunk goes no further.
+    ``arriving``: requests let through to aiohttp whose handler has not run yet. Under a burst (clients coming back
     together after their Retry-After) hundreds of requests are read before the first handler runs; they are
     ahead of the next one in the line for the model, though not in the batcher's queue yet."""
 
-    def __init__(self, header_timeout: float, refuse_early: Optional[Callable[[Guard, bytes], bool]] = None):
+    def __init__(self, header_timeout: float, first_chunk: Optional[Callable[[Guard, bytes], bool]] = None):
         self.header_timeout = header_timeout
-        self.refuse_early = refuse_early or (lambda guard, data: False)
+        self.first_chunk = first_chunk or (lambda guard, data: False)
         self._guards: dict[Any, Guard] = {}  # aiohttp protocol -> its guard
         self.arriving = 0
 

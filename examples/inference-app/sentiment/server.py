@@ -13,6 +13,10 @@ but the restart shows in the pod's restart count and back-off instead of hiding 
 in a bad state by the crash gets a fresh context). Exit codes: 0 after SIGTERM, 1 model could not load, 2 bad
 configuration, 3 model worker died.
 
+The hot path: a plain ``POST /analyze`` request that arrives in one chunk is answered by fast_path.py from
+bytes to bytes, without aiohttp (a third of the event loop's CPU per request); every other request, and every
+client error, goes through aiohttp and `analyze` below, which answer alike.
+
 Connection hygiene: request heads must arrive within ``HEADER_TIMEOUT_S`` (connections.py) and bodies within
 ``BODY_TIMEOUT_S`` (408); a client that leaves mid-request is counted as ``client_aborted`` (status 499) and
 logged in one line; a malformed request is answered 400 by aiohttp and logged in one line, without a traceback.
@@ -34,11 +38,11 @@ from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .batcher import DeadlineExceeded, MicroBatcher, Overloaded, on_thread
-from .connections import Connections, Guard
-from .early_refusal import REQUEST_LINE, RefusalRenderer, plain_analyze_request
+from .connections import Connections
+from .fast_path import FastPath
 from .metrics import Metrics
 from .settings import Settings, SettingsError, from_env
-from .validation import TIMEOUT_HEADERS, BadRequest, Limits, parse_body, timeout_ms
+from .validation import BadRequest, Limits, parse_body, timeout_ms
 
 log = logging.getLogger("sentiment")
 STATE: web.AppKey["ServiceState"] = web.AppKey("state")
@@ -63,8 +67,8 @@ class ServiceState:
         self.load_error: Optional[BaseException] = None
         self.worker_died = False
         self.on_failure: Callable[[], None] = lambda: None  # serve() sets it: start draining, then exit 3
-        self.connections = Connections(settings.header_timeout_s, self.refuse_early)
-        self.refusals = RefusalRenderer()
+        self.fast_path = FastPath(self)
+        self.connections = Connections(settings.header_timeout_s, self.fast_path.handle)
         # Loading, warm-up and (MODEL_WORKER=thread) forward passes run here, off the event loop.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
         self.start_forward = on_thread(self._predict, self.executor)
@@ -129,38 +133,6 @@ class ServiceState:
     def retry_after_s(self, refused: Overloaded) -> int:
         """Come back once the backlog ahead has drained, not all at once the moment one more text would fit."""
         return max(self.settings.retry_after_s, math.ceil(refused.retry_after_s))
-
-    def refuse_early(self, guard: Guard, data: bytes) -> bool:
-        """Refuse a request from its first chunk, before aiohttp parses it, when admission would refuse it and
-        it is one plain request (early_refusal.py): the same 503, counted the same, at a fraction of the CPU.
-        False: the chunk goes to aiohttp (admitted, or not plain, or not ready). The requests let through before
-        it and not yet in the batcher's queue count as ahead of it (`Connections.arriving`)."""
-        if not self.ready or self.draining or not data.startswith(REQUEST_LINE):
-            return False
-        arrived = guard.request_arrived
-        ahead = self.connections.arriving + 1
-        default_ms = self.settings.deadline_ms
-        # Cheap test first: in time at the server's deadline and no timeout header that could shorten it.
-        if self.batcher.expected_wait(ahead, arrived) * 1000.0 <= default_ms and b"timeout-ms" not in data.lower():
-            guard.arriving_request()
-            return False
-        headers = plain_analyze_request(data)
-        if headers is None:
-            return False
-        given = {name: headers[name.lower()] for name in TIMEOUT_HEADERS if name.lower() in headers}
-        try:
-            self.batcher.admit(ahead, arrived + timeout_ms(given, default_ms) / 1000.0)
-        except BadRequest:
-            return False  # aiohttp's path answers the 400
-        except Overloaded as refused:
-            retry_after = self.retry_after_s(refused)
-            self.metrics.requests.labels(status="503").inc()
-            self.metrics.errors.labels(reason="overloaded").inc()
-            self.metrics.duration.observe(time.monotonic() - arrived)
-            guard.answer_early(self.refusals.render("overloaded", str(refused), retry_after), retry_after)
-            return True
-        guard.arriving_request()
-        return False
 
     @property
     def healthy(self) -> bool:

@@ -1,15 +1,12 @@
-"""Refusing a request before aiohttp sees it: the cheap path for shedding under overload.
+"""Plain HTTP/1.1 for the hot path (fast_path.py): reading one plain ``POST /analyze`` request, writing answers.
 
-Under more load than the deadline allows, the server refuses a share of requests with 503. Through aiohttp
-each refusal costs about what an answer costs on the event loop (parsing into a request object, a task, the
-middlewares, a response object, its headers): about 120 µs on the development machine, CPU the model workers
-need. The connection guard (connections.py) therefore looks at the first chunk of each request: when it holds
-exactly one complete, plain ``POST /analyze`` request and admission would refuse it, the guard writes a 503
-pre-rendered here and aiohttp never sees the bytes. Anything else (a request split over several reads, two
-pipelined in one, chunked bodies, ``Expect``, ``Connection`` or ``Upgrade`` headers, HTTP/1.0, a malformed or
-duplicate header) goes through aiohttp as before, which refuses it the same way, only more slowly.
-
-`plain_analyze_request` reads the bytes (a pure function); `RefusalRenderer` renders the answer.
+`plain_analyze_request` accepts only the simplest, unambiguous form of a request: exactly one complete
+``POST /analyze HTTP/1.1`` request in one chunk of bytes, its body sized by one ``Content-Length``, and none of
+the headers whose meaning needs a full HTTP implementation (``Transfer-Encoding``, ``Expect``, ``Connection``,
+``Upgrade``). Header names must be tokens; a repeated header, obsolete line folding, whitespace before a colon
+or a byte outside ASCII makes it refuse, so two parsers never read one request two ways (request smuggling).
+Anything it refuses goes to aiohttp. `ResponseRenderer` writes a complete response with a ``Date`` header.
+Pure functions and a small cache; no I/O.
 """
 
 import json
@@ -18,7 +15,7 @@ from typing import Optional
 
 REQUEST_LINE = b"POST /analyze HTTP/1.1\r\n"
 # Headers whose meaning aiohttp must handle (a body that is not a plain Content-Length, a 100-continue, a
-# connection that must close or switch protocols): such a request is never refused here.
+# connection that must close or switch protocols): such a request is left to aiohttp.
 NOT_PLAIN = frozenset({b"transfer-encoding", b"expect", b"connection", b"upgrade"})
 TOKEN_CHARS = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
 
@@ -52,21 +49,31 @@ def plain_analyze_request(data: bytes) -> Optional[dict[str, str]]:
     return headers
 
 
-class RefusalRenderer:
-    """503 responses as bytes, with the ``Date`` header rendered once per second."""
+REASONS = {200: b"OK", 500: b"Internal Server Error", 503: b"Service Unavailable"}
+
+
+def error_body(reason: str, message: str) -> bytes:
+    """The JSON error body every error of the service has (server.error_response)."""
+    return json.dumps({"error": {"reason": reason, "message": message}}).encode()
+
+
+class ResponseRenderer:
+    """Responses as bytes: a JSON body, ``Retry-After`` on a 503, ``Connection: close`` when the connection
+    closes after it; the ``Date`` header is rendered once per second."""
 
     def __init__(self) -> None:
         self._second = -1
         self._date = b""
 
-    def render(self, reason: str, message: str, retry_after: int, now: Optional[float] = None) -> bytes:
-        body = json.dumps({"error": {"reason": reason, "message": message}}).encode()
+    def render(self, status: int, body: bytes, retry_after: Optional[int] = None, close: bool = False,
+               now: Optional[float] = None) -> bytes:
         second = int(time.time() if now is None else now)
         if second != self._second:
             self._second = second
             self._date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(second)).encode()
         return b"".join((
-            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
-            b"Retry-After: ", str(retry_after).encode(), b"\r\nContent-Length: ", str(len(body)).encode(),
-            b"\r\nDate: ", self._date, b"\r\n\r\n", body,
+            b"HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n" % (status, REASONS[status]),
+            b"Retry-After: %d\r\n" % retry_after if retry_after is not None else b"",
+            b"Connection: close\r\n" if close else b"",
+            b"Content-Length: %d\r\nDate: " % len(body), self._date, b"\r\n\r\n", body,
         ))
