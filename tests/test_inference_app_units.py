@@ -505,3 +505,28 @@ def test_the_fast_path_writes_complete_responses_with_retry_after_and_connection
     assert status == "HTTP/1.1 200 OK" and body == b'{"label": "POSITIVE"}'
     assert headers == {"Content-Type": "application/json; charset=utf-8", "Connection": "close",
                        "Content-Length": "21", "Date": "Wed, 18 Nov 2026 11:06:41 GMT"}
+
+
+def test_the_load_generator_reads_status_retry_after_and_connection_close_from_responses_in_pieces():
+    import bench
+
+    class Transport:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    async def scenario():
+        conn = bench._Connection()
+        conn.transport = Transport()
+        got = []
+        for response in (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: x\r\n\r\n{}",
+                         b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\nCONTENT-LENGTH: 3\r\n\r\n{ }",
+                         b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"):
+            conn.waiter = asyncio.get_running_loop().create_future()
+            for i in range(0, len(response), 7):  # as TCP may deliver it
+                conn.data_received(response[i:i + 7])
+            got.append(await conn.waiter)
+        return got, bytes(conn.buffer), conn.transport.closed
+
+    assert asyncio.run(scenario()) == ([(200, 0), (503, 2), (200, 0)], b"", True)

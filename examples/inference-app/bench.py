@@ -139,6 +139,17 @@ class RawLoop:
 # (b, c) closed-loop HTTP load
 
 
+def _header(head: bytes, name: bytes) -> Optional[bytes]:
+    """The value of the header ``name`` (b"\\r\\nname:", lower case) in a lower-cased response head whose
+    lines all end with CRLF; a few string searches instead of regular expressions: 1.4 µs instead of 4 µs a
+    response, and the load generator shares the CPU with the server."""
+    start = head.find(name)
+    if start < 0:
+        return None
+    start += len(name)
+    return head[start:head.find(b"\r\n", start)].strip()
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive HTTP/1.1 connection; `send` writes a request and resolves with (status, Retry-After)."""
 
@@ -155,18 +166,17 @@ class _Connection(asyncio.Protocol):
         end = self.buffer.find(b"\r\n\r\n")
         if end < 0:
             return
-        head = bytes(self.buffer[:end]).decode("latin-1")
-        match = re.search(r"(?im)^content-length:\s*(\d+)", head)
-        length = int(match.group(1)) if match else 0
+        head = bytes(self.buffer[:end + 2]).lower()  # each header line ends with CRLF
+        length = int(_header(head, b"\r\ncontent-length:") or 0)
         if len(self.buffer) < end + 4 + length:
             return
-        status = int(head.split(" ", 2)[1])
-        retry = re.search(r"(?im)^retry-after:\s*(\d+)", head)
+        status = int(head[9:12])
+        retry = _header(head, b"\r\nretry-after:")
         del self.buffer[:end + 4 + length]
-        if re.search(r"(?im)^connection:\s*close", head):  # the next request goes on a new connection
+        if _header(head, b"\r\nconnection:") == b"close":  # the next request goes on a new connection
             self.transport.close()
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result((status, int(retry.group(1)) if retry else 0))
+            self.waiter.set_result((status, int(retry) if retry else 0))
 
     def connection_lost(self, exc) -> None:
         if self.waiter is not None and not self.waiter.done():
