@@ -530,3 +530,10 @@ def test_the_load_generator_reads_status_retry_after_and_connection_close_from_r
         return got, bytes(conn.buffer), conn.transport.closed
 
     assert asyncio.run(scenario()) == ([(200, 0), (503, 2), (200, 0)], b"", True)
+
+
+def test_the_benchmark_reverses_its_rows_every_other_round():
+    import bench
+
+    rows = [(256, True, None), (1024, True, None), (1024, True, 100.0)]
+    assert [bench.round_order(rows, r) for r in range(3)] == [[0, 1, 2], [2, 1, 0], [0, 1, 2]]

@@ -333,6 +333,15 @@ def median_of(runs: list[dict]) -> dict:
     return out
 
 
+def round_order(rows: list[tuple], round_index: int) -> list[int]:
+    """The order the rows (indices) run in a round: as listed in even rounds, reversed in odd ones. The machine's
+    speed drifts within a round too (a shared VM: the raw loop alone varied 20 % between rounds); reversing
+    every other round makes the drift weigh on the first and the last rows alike, so the medians of per-round
+    ratios compare the rows, not the moment they ran."""
+    order = list(range(len(rows)))
+    return order if round_index % 2 == 0 else order[::-1]
+
+
 def row_label(run: dict) -> str:
     clients = "honour" if run["honour_retry_after"] else "ignore"
     timeout = f", {run['timeout_ms']:g} ms" if run.get("timeout_ms") else ""
@@ -453,7 +462,7 @@ def main() -> None:
     parser.add_argument("--no-naive", action="store_true", help="skip the naive server")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds measured per row")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
-    parser.add_argument("--rounds", type=int, default=3, help="measurement rounds (medians are reported)")
+    parser.add_argument("--rounds", type=int, default=5, help="measurement rounds (medians are reported)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     # SIGTERM runs the cleanup below too (stops both servers and the model workers), like Ctrl-C does.
@@ -491,11 +500,13 @@ def main() -> None:
             for round_index in range(args.rounds):
                 settle(all_pids)
                 raw_runs.append(raw_loop.run(args.duration))
-                for i, (level, honour, timeout) in enumerate(rows):
+                order = round_order(rows, round_index)
+                for position, i in enumerate(order):
+                    level, honour, timeout = rows[i]
                     settle(all_pids)
                     server_runs[i].append(run_client(closed_loop(
                         "127.0.0.1", server_port, level, args.duration, args.warmup, honour, timeout, server_pids)))
-                    last_of_level = i + 1 == len(rows) or rows[i + 1][0] != level
+                    last_of_level = position + 1 == len(order) or rows[order[position + 1]][0] != level
                     if naive_proc is not None and last_of_level:
                         settle(all_pids)
                         naive_runs[level].append(run_client(closed_loop(
