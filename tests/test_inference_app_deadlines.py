@@ -8,6 +8,7 @@ bounded in count and time.
 
 import asyncio
 import json
+import signal
 import socket
 import time
 from pathlib import Path
@@ -236,3 +237,28 @@ def test_a_client_that_leaves_while_its_texts_wait_is_client_aborted_and_answers
     assert grew == {'inference_errors_total{reason="client_aborted"}': 1, 'inference_requests_total{status="499"}': 1,
                     'inference_errors_total{reason="model_error"}': 0}
     assert "closed the connection before its answer" in "".join(server.lines)
+
+
+def test_requests_with_the_fast_path_at_sigterm_are_answered_before_the_connections_close(tmp_path):
+    # SHUTDOWN_DELAY_S=0 (the default): the listener closes at once, and aiohttp, which never saw these requests,
+    # must not close their connections before they are answered.
+    server = Server(tmp_path, {**DEADLINE_ENV, "SHUTDOWN_DELAY_S": "0"}, SLOW_SERVER)
+
+    async def one(index: int) -> tuple[int, dict, dict]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request_bytes(server.port, f"in flight {index}"))
+        answer = await asyncio.wait_for(read_response(reader), 10)
+        writer.close()
+        return answer
+
+    async def scenario():
+        requests = [asyncio.ensure_future(one(i)) for i in range(12)]  # 12 texts: 120 ms of model time
+        await asyncio.sleep(0.03)
+        server.proc.send_signal(signal.SIGTERM)
+        return await asyncio.gather(*requests)
+
+    with running({"sigterm": server}):
+        answers = asyncio.run(scenario())
+        assert server.proc.wait(timeout=30) == 0
+    assert [(status, headers.get("connection", "")) for status, headers, _ in answers].count((200, "close")) >= 4
+    assert {status for status, _, _ in answers} == {200}, answers

@@ -25,6 +25,7 @@ on a small machine the client shares the CPU with the server, so it must cost as
 
 import argparse
 import asyncio
+import gc
 import json
 import math
 import os
@@ -496,6 +497,10 @@ def main() -> None:
         all_pids = server_pids + ([naive_proc.pid] if naive_proc is not None else [])
         try:
             raw_loop = RawLoop(model_dir, args.max_batch_size, args.device, args.dtype, args.threads)
+            # The load generator shares this process with PyTorch and the model: about 350,000 objects that every
+            # full collection of the load generator's garbage would walk. Frozen, as the server does (tune_gc).
+            gc.collect()
+            gc.freeze()
             raw_runs, server_runs, naive_runs = [], [[] for _ in rows], {c: [] for c in levels}
             for round_index in range(args.rounds):
                 settle(all_pids)

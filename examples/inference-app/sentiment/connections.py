@@ -44,7 +44,7 @@ class Guard(asyncio.Protocol):
         self._held: Optional[asyncio.TimerHandle] = None
         self.request_arrived = 0.0  # time.monotonic() of the current request's first byte
         self.arriving = False  # its request went to aiohttp and has not reached the app yet
-        self._taken = False  # its request is with the fast path (`begin` .. `end`)
+        self.taken = False  # its request is with the fast path (`begin` .. `end`)
         self._backlog = bytearray()  # bytes received meanwhile
 
     # -- asyncio.Protocol, passed through ---------------------------------------------------------------
@@ -54,7 +54,7 @@ class Guard(asyncio.Protocol):
         self.inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        if self._taken:  # the fast path has this connection's request: keep what follows until it answered
+        if self.taken:  # the fast path has this connection's request: keep what follows until it answered
             self._backlog += data
             if len(self._backlog) > BACKLOG_LIMIT:
                 self.transport.pause_reading()  # type: ignore[union-attr]
@@ -116,14 +116,14 @@ class Guard(asyncio.Protocol):
         """A request is taken by the fast path (fast_path.py): busy until `end`. Bytes that arrive meanwhile (a
         pipelined next request) wait here and are read after the answer, so answers leave in order; a client
         that leaves meanwhile closes the transport (aiohttp's protocol answers EOF so), which `end` sees."""
-        self._taken = True
+        self.taken = True
         self.busy += 1
         self._keep_alive()
 
     def end(self, response: bytes, close: bool = False, hold_s: Optional[float] = None) -> None:
         """Write the fast path's answer; then close the connection, or `hold` it for ``hold_s`` seconds (after
         a 503), or read the next request."""
-        self._taken = False
+        self.taken = False
         self.busy -= 1
         self.served += 1
         if self.transport is None or self.transport.is_closing():
@@ -218,6 +218,13 @@ class Connections:
 
     def guard_of(self, protocol: Any) -> Optional[Guard]:
         return self._guards.get(protocol)
+
+    async def wait_taken(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, until no request is with the fast path (shutdown: aiohttp does not
+        know these requests and would close their connections under them)."""
+        deadline = time.monotonic() + timeout
+        while any(guard.taken for guard in self._guards.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     def close_idle(self) -> int:
         """Close every idle keep-alive connection (drain); returns how many."""

@@ -12,8 +12,10 @@ Anything else goes to aiohttp: requests split over reads, pipelined, chunked, wi
 or ``Upgrade``, HTTP/1.0, other paths, and every request with an invalid timeout header or body (aiohttp's path
 answers their 4xx), so only one implementation writes client errors.
 
-While a request is in flight here its connection is not read (`Guard.begin`): a pipelined next request waits in
-the socket, and answers leave in order.
+While a request is in flight here, bytes that arrive on its connection (a pipelined next request) wait in the
+guard until the answer left (`Guard.begin`, `Guard.end`): answers leave in order. aiohttp does not know these
+requests: on shutdown the server waits for them before it lets aiohttp close the connections
+(`Connections.wait_taken`).
 """
 
 import json
@@ -83,14 +85,11 @@ class FastPath:
             log.info("client %s closed the connection before its answer", guard.peer)
             self._finish(guard, arrived, 499, "client_aborted", b"", None)
             return
-        error = future.exception()
+        error = RuntimeError("cancelled") if future.cancelled() else future.exception()
         if error is None:
             results = [{"label": p.label, "score": round(p.score, 6)} for p in future.result()]
             self._finish(guard, arrived, 200, None, json.dumps({"results": results} if batched else results[0])
                          .encode(), None)
-        elif isinstance(error, Overloaded):
-            self._finish(guard, arrived, 503, "overloaded", error_body("overloaded", str(error)),
-                         state.retry_after_s(error))
         elif isinstance(error, DeadlineExceeded):
             self._finish(guard, arrived, 503, "deadline_exceeded", error_body("deadline_exceeded", str(error)),
                          state.settings.retry_after_s)
