@@ -47,6 +47,11 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, dict, dict]:
     return status, headers, json.loads(body) if body else {}
 
 
+def increase(before: dict[str, float], after: dict[str, float], *series: str) -> list[float]:
+    """How much each metric series grew between two `Server.metrics` snapshots."""
+    return [after[name] - before[name] for name in series]
+
+
 async def closed_loop(port: int, clients: int, seconds: float, headers: str = "") -> list[tuple[int, float, dict]]:
     """``clients`` keep-alive clients that honour Retry-After; (status, latency, headers and error reason) of
     every answer."""
@@ -198,9 +203,8 @@ def test_a_plain_request_admission_refuses_is_answered_before_aiohttp_and_counte
         assert headers["content-type"] == "application/json; charset=utf-8" and "date" in headers
     assert "server" not in whole[1] and "aiohttp" in split[1]["server"]  # which path answered
     refused_backlog = sum(1 for status, _, head in backlog if head["reason"] == "overloaded")
-    grew = {key: after[key] - before[key] for key in
-            ('inference_errors_total{reason="overloaded"}', 'inference_requests_total{status="503"}')}
-    assert grew == dict.fromkeys(grew, refused_backlog + 2)
+    assert increase(before, after, 'inference_errors_total{reason="overloaded"}',
+                    'inference_requests_total{status="503"}') == [refused_backlog + 2] * 2
 
 
 def test_a_client_that_leaves_while_its_texts_wait_is_client_aborted_and_answers_after_it_keep_their_order(servers):
@@ -231,11 +235,9 @@ def test_a_client_that_leaves_while_its_texts_wait_is_client_aborted_and_answers
     after = server.metrics()
     assert (first[0], second[0]) == (200, 200)
     assert "label" in first[2] and len(second[2]["results"]) == 2  # in the order they were sent
-    grew = {key: after[key] - before[key] for key in
-            ('inference_errors_total{reason="client_aborted"}', 'inference_requests_total{status="499"}',
-             'inference_errors_total{reason="model_error"}')}
-    assert grew == {'inference_errors_total{reason="client_aborted"}': 1, 'inference_requests_total{status="499"}': 1,
-                    'inference_errors_total{reason="model_error"}': 0}
+    assert increase(before, after, 'inference_errors_total{reason="client_aborted"}',
+                    'inference_requests_total{status="499"}',
+                    'inference_errors_total{reason="model_error"}') == [1, 1, 0]
     assert "closed the connection before its answer" in "".join(server.lines)
 
 

@@ -475,11 +475,14 @@ def test_one_complete_plain_request_is_read_with_lower_case_header_names():
     PLAIN.replace(b"Host: x\r\n", b"Host: x\r\n folded\r\n"),  # obsolete line folding
     PLAIN.replace(b"Host: x", b"Host : x"),  # whitespace before the colon
     PLAIN.replace(b"Host: x", b"Host: \xe9"),  # not ASCII
+    PLAIN.replace(b"Host: x", b"Host: x\nContent-Length: 16"),  # a bare LF: a second line to some parsers
+    PLAIN.replace(b"Host: x", b"Host: x\x00y"),
     PLAIN.replace(b"Content-Length: 16", b"Content-Length: +16"),
     PLAIN.replace(b"Content-Length: 16", b"Content-Length: " + b"9" * 5000),
     PLAIN.replace(b"Content-Length: 16\r\n", b""),
 ], ids=["partial-body", "pipelined", "http-1.0", "query", "method", "chunked", "expect", "connection", "upgrade",
-        "two-lengths", "folding", "space-before-colon", "non-ascii", "signed-length", "huge-length", "no-length"])
+        "two-lengths", "folding", "space-before-colon", "non-ascii", "bare-lf", "nul", "signed-length", "huge-length",
+        "no-length"])
 def test_anything_but_one_complete_plain_request_is_left_to_aiohttp(data):
     from sentiment.plain_http import plain_analyze_request
 

@@ -3,8 +3,9 @@
 `plain_analyze_request` accepts only the simplest, unambiguous form of a request: exactly one complete
 ``POST /analyze HTTP/1.1`` request in one chunk of bytes, its body sized by one ``Content-Length``, and none of
 the headers whose meaning needs a full HTTP implementation (``Transfer-Encoding``, ``Expect``, ``Connection``,
-``Upgrade``). Header names must be tokens; a repeated header, obsolete line folding, whitespace before a colon
-or a byte outside ASCII makes it refuse, so two parsers never read one request two ways (request smuggling).
+``Upgrade``). Header names must be tokens; a repeated header, obsolete line folding, whitespace before a colon,
+a control character in a value or a byte outside ASCII makes it refuse, so two parsers never read one request
+two ways (request smuggling).
 Anything it refuses goes to aiohttp. `ResponseRenderer` writes a complete response with a ``Date`` header.
 Pure functions and a small cache; no I/O.
 """
@@ -40,9 +41,12 @@ def plain_analyze_request(data: bytes) -> Optional[dict[str, str]]:
         if key in headers:  # a repeated header (two Content-Lengths above all): aiohttp decides
             return None
         try:
-            headers[key] = value.strip(b" \t").decode("ascii")
+            text = value.strip(b" \t").decode("ascii")
         except UnicodeDecodeError:
             return None
+        if not text.isprintable():  # a control character (a bare LF above all: another line to some parsers)
+            return None
+        headers[key] = text
     length = headers.get("content-length", "")
     if not length.isdigit() or len(length) > 12 or len(data) != end + 4 + int(length):
         return None  # no or odd Content-Length, body not all here, or more than one request in the chunk
