@@ -45,6 +45,7 @@ class Guard(asyncio.Protocol):
         self.request_arrived = 0.0  # time.monotonic() of the current request's first byte
         self.arriving = False  # its request went to aiohttp and has not reached the app yet
         self.taken = False  # its request is with the fast path (`begin` .. `end`)
+        self.with_aiohttp = False  # a request of it went to aiohttp: the fast path no longer takes its requests
         self._backlog = bytearray()  # bytes received meanwhile
 
     # -- asyncio.Protocol, passed through ---------------------------------------------------------------
@@ -61,8 +62,11 @@ class Guard(asyncio.Protocol):
             return
         if not self.busy and self._timer is None and data:  # the first byte of a request head
             self.request_arrived = time.monotonic()
-            if self.connections.first_chunk(self, data):  # taken by the fast path: aiohttp never sees it
+            if not self.with_aiohttp and self.connections.first_chunk(self, data):  # aiohttp never sees it
                 return
+            # From now on this connection is aiohttp's: it may hold a pipelined request already, which must be
+            # answered before anything the fast path would answer.
+            self.with_aiohttp = True
             self.arriving_request()
             self._timer = asyncio.get_running_loop().call_later(self.connections.header_timeout, self._timed_out)
         self.inner.data_received(data)
@@ -192,8 +196,10 @@ class Guard(asyncio.Protocol):
 class Connections:
     """The open connections, each behind a `Guard`; ``factory`` wraps aiohttp's protocol factory.
 
-    ``first_chunk(guard, data)`` sees the first chunk of each request before aiohttp does; when it takes the
-    request (fast_path.py: `Guard.begin`, later `Guard.end`) it returns True and the chunk goes no further.
+    ``first_chunk(guard, data)`` sees the first chunk of each request before aiohttp does, until a chunk of the
+    connection went to aiohttp (which may then hold further pipelined requests, to be answered first: the
+    connection stays aiohttp's); when it takes the request (fast_path.py: `Guard.begin`, later `Guard.end`) it
+    returns True and the chunk goes no further.
     ``arriving``: requests let through to aiohttp whose handler has not run yet. Under a burst (clients coming back
     together after their Retry-After) hundreds of requests are read before the first handler runs; they are
     ahead of the next one in the line for the model, though not in the batcher's queue yet."""

@@ -10,7 +10,9 @@ byte and the timeout headers, admission before the body is parsed, validation, t
 503 with ``Retry-After`` (the connection then held, `Guard.hold`), 499 ``client_aborted`` when the client left.
 Anything else goes to aiohttp: requests split over reads, pipelined, chunked, with ``Expect``, ``Connection``
 or ``Upgrade``, HTTP/1.0, other paths, and every request with an invalid timeout header or body (aiohttp's path
-answers their 4xx), so only one implementation writes client errors.
+answers their 4xx), so only one implementation writes client errors. Once a request of a connection went to
+aiohttp, the connection stays with aiohttp (aiohttp may hold further pipelined requests of it, which must be
+answered first): a keep-alive client whose requests are all plain never leaves the fast path.
 
 While a request is in flight here, bytes that arrive on its connection (a pipelined next request) wait in the
 guard until the answer left (`Guard.begin`, `Guard.end`): answers leave in order. aiohttp does not know these
