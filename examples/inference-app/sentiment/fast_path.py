@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .batcher import DeadlineExceeded, Overloaded
 from .connections import Guard
 from .plain_http import REQUEST_LINE, ResponseRenderer, error_body, plain_analyze_request
+from .prediction import answer_document
 from .validation import TIMEOUT_HEADERS, BadRequest, parse_body, timeout_ms
 
 if TYPE_CHECKING:
@@ -89,9 +90,8 @@ class FastPath:
             return
         error = RuntimeError("cancelled") if future.cancelled() else future.exception()
         if error is None:
-            results = [{"label": p.label, "score": round(p.score, 6)} for p in future.result()]
-            self._finish(guard, arrived, 200, None, json.dumps({"results": results} if batched else results[0])
-                         .encode(), None)
+            body = json.dumps(answer_document(future.result(), batched)).encode()
+            self._finish(guard, arrived, 200, None, body, None)
         elif isinstance(error, DeadlineExceeded):
             self._finish(guard, arrived, 503, "deadline_exceeded", error_body("deadline_exceeded", str(error)),
                          state.settings.retry_after_s)

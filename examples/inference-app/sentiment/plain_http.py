@@ -14,6 +14,8 @@ import json
 import time
 from typing import Optional
 
+from .validation import error_document
+
 REQUEST_LINE = b"POST /analyze HTTP/1.1\r\n"
 # Headers whose meaning aiohttp must handle (a body that is not a plain Content-Length, a 100-continue, a
 # connection that must close or switch protocols): such a request is left to aiohttp.
@@ -57,8 +59,8 @@ REASONS = {200: b"OK", 500: b"Internal Server Error", 503: b"Service Unavailable
 
 
 def error_body(reason: str, message: str) -> bytes:
-    """The JSON error body every error of the service has (server.error_response)."""
-    return json.dumps({"error": {"reason": reason, "message": message}}).encode()
+    """`validation.error_document` as bytes."""
+    return json.dumps(error_document(reason, message)).encode()
 
 
 class ResponseRenderer:

@@ -41,8 +41,9 @@ from .batcher import DeadlineExceeded, MicroBatcher, Overloaded, on_thread
 from .connections import Connections
 from .fast_path import FastPath
 from .metrics import Metrics
+from .prediction import answer_document
 from .settings import Settings, SettingsError, from_env
-from .validation import BadRequest, Limits, parse_body, timeout_ms
+from .validation import BadRequest, Limits, error_document, parse_body, timeout_ms
 
 log = logging.getLogger("sentiment")
 STATE: web.AppKey["ServiceState"] = web.AppKey("state")
@@ -141,7 +142,7 @@ class ServiceState:
 
 
 def error_response(status: int, reason: str, message: str, headers: Optional[dict] = None) -> web.Response:
-    return web.json_response({"error": {"reason": reason, "message": message}}, status=status, headers=headers)
+    return web.json_response(error_document(reason, message), status=status, headers=headers)
 
 
 async def analyze(request: web.Request) -> web.Response:
@@ -220,8 +221,7 @@ async def _analyze(request: web.Request, state: ServiceState) -> web.Response:
     predictions = await state.batcher.submit(texts, deadline)
     if request.transport is None:  # left while its texts were in the queue or the forward pass
         raise ClientAborted("before its answer")
-    results = [{"label": p.label, "score": round(p.score, 6)} for p in predictions]
-    return web.json_response({"results": results} if batched else results[0])
+    return web.json_response(answer_document(predictions, batched))
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -26,7 +26,12 @@ class BadRequest(Exception):
         self.message = message
 
     def body(self) -> dict:
-        return {"error": {"reason": self.reason, "message": self.message}}
+        return error_document(self.reason, self.message)
+
+
+def error_document(reason: str, message: str) -> dict:
+    """The JSON body of every error the service answers: a stable machine-readable reason and a message."""
+    return {"error": {"reason": reason, "message": message}}
 
 
 # Every reason a client error can carry: the `inference_errors_total{reason}` label values.
