@@ -175,6 +175,22 @@ def test_list_of_texts_answers_each_in_order_and_batching_does_not_change_scores
     assert [g[1] for g in got] == pytest.approx([expected[t][1] for t in TEXTS], abs=1e-5)
 
 
+@pytest.mark.parametrize(("threads", "variable", "value"),
+                         [(1, "TOKENIZERS_PARALLELISM", "false"), (2, "RAYON_NUM_THREADS", "2")])
+def test_a_model_process_keeps_its_tokenizer_within_its_thread_budget(model_dir, expected, monkeypatch, threads,
+                                                                      variable, value):
+    from sentiment.classifier import Classifier
+
+    # monkeypatch restores both afterwards: the settings are process-wide (process_tuning.py).
+    monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
+    monkeypatch.delenv("RAYON_NUM_THREADS", raising=False)
+    model = Classifier(str(model_dir), "cpu", threads=threads)
+    assert os.environ.get(variable) == value
+    got = model.predict(TEXTS)
+    assert [p.label for p in got] == [expected[t][0] for t in TEXTS]
+    assert [p.score for p in got] == pytest.approx([expected[t][1] for t in TEXTS], abs=1e-5)
+
+
 def test_metrics_expose_the_contract_names_and_types(main):
     main.analyze({"text": "good"})
     _, headers, text = main.call("GET", "/metrics")

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import platform
 import re
 import sys
 import time
@@ -152,6 +153,59 @@ def test_forward_threads_leave_a_core_to_the_http_server_and_respect_the_contain
     assert cgroup_cpu_limit(tmp_path / "no", quota, period) == 1.5
     quota.write_text("-1\n")
     assert cgroup_cpu_limit(tmp_path / "no", quota, period) is None
+
+
+def test_the_tokenizer_pool_gets_the_forward_pass_thread_budget_unless_the_operator_set_one():
+    from sentiment.process_tuning import limit_tokenizer_threads
+
+    environ = {}
+    limit_tokenizer_threads(1, environ)
+    assert environ == {"TOKENIZERS_PARALLELISM": "false"}
+    environ = {}
+    limit_tokenizer_threads(3, environ)
+    assert environ == {"RAYON_NUM_THREADS": "3"}
+    environ = {}
+    limit_tokenizer_threads(0, environ)  # no budget given (the benchmark's raw loop by default): defaults stay
+    assert environ == {}
+    for chosen in ({"TOKENIZERS_PARALLELISM": "true"}, {"RAYON_NUM_THREADS": "8"}):
+        environ = dict(chosen)
+        limit_tokenizer_threads(1, environ)
+        assert environ == chosen
+
+
+class FakeLibc:
+    """glibc's `mallopt` as ctypes shows it, recording its calls (``accept``: what it returns)."""
+
+    def __init__(self, accept: int = 1):
+        self.calls = []
+        self.accept = accept
+
+    def gnu_get_libc_version(self) -> bytes:
+        return b"2.41"
+
+    def mallopt(self, parameter: int, value: int) -> int:
+        self.calls.append((parameter, value))
+        return self.accept
+
+
+def test_glibc_keeps_freed_memory_with_fixed_thresholds_unless_the_operator_tuned_malloc():
+    from sentiment.process_tuning import keep_freed_memory
+
+    libc = FakeLibc()
+    assert keep_freed_memory(libc, environ={}) is True
+    assert libc.calls == [(-3, 32 * 1024 * 1024), (-1, 256 * 1024 * 1024)]  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    assert keep_freed_memory(FakeLibc(accept=0), environ={}) is False
+    libc = FakeLibc()
+    assert keep_freed_memory(libc, environ={"MALLOC_TRIM_THRESHOLD_": "131072"}) is False
+    assert libc.calls == []
+
+    class Musl:
+        def mallopt(self, parameter: int, value: int) -> int:
+            raise AssertionError("not glibc: mallopt must not be called")
+
+    assert keep_freed_memory(Musl(), environ={}) is False
+    if platform.libc_ver()[0] == "glibc":
+        assert keep_freed_memory(environ={}) is True  # this machine's own glibc accepts both values
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from .prediction import Prediction  # noqa: E402
+from .process_tuning import keep_freed_memory, limit_tokenizer_threads  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -48,6 +49,8 @@ class Classifier:
         hf_logging.disable_progress_bar()
         if threads:
             torch.set_num_threads(threads)
+        limit_tokenizer_threads(threads)  # the tokenizer's pool within the same budget (process_tuning.py)
+        keep_freed_memory()  # before the model's first allocations
         local = os.path.isdir(source)
         neuron = device == "neuron"
         self.device = pick_device("cpu" if neuron else device)
