@@ -349,19 +349,25 @@ def row_label(run: dict) -> str:
     return f"{run['concurrency']} {clients}{timeout}"
 
 
-def per_round_ratio(numerator: dict, denominator: "dict | list[dict]") -> float:
-    """Median over rounds of numerator / denominator throughput, each round against its own (``denominator``: a
-    row, or rows whose best of the round counts): the machine's speed drifts between rounds, a ratio within a
-    round does not."""
-    rows = denominator if isinstance(denominator, list) else [denominator]
-    return statistics.median(n / max(max(r["rounds"][i] for r in rows), 1e-9)
-                             for i, n in enumerate(numerator["rounds"]))
+def per_round_ratio(numerator: dict, denominator: dict) -> float:
+    """Median over rounds of numerator / denominator throughput, each round against its own: the machine's speed
+    drifts between rounds, a ratio within a round does not."""
+    return statistics.median(n / max(d, 1e-9) for n, d in zip(numerator["rounds"], denominator["rounds"], strict=True))
+
+
+def peak_ratio(run: dict, honouring: list[dict]) -> float:
+    """A row's goodput over the peak: its median over rounds against the best median of the honouring rows.
+    Not per round: the best of several rows within one round is the maximum of noisy figures, pulled up by the
+    noise itself (on the development machine rows with identical load differed by 6-12 % within a round), so a
+    row as fast as the peak would measure below 1. Every median is taken over the same interleaved rounds
+    (`round_order`), so drift weighs on all rows alike."""
+    return run["texts_per_s"] / max(max(r["texts_per_s"] for r in honouring), 1e-9)
 
 
 def targets(raw: dict, server: list[dict], naive: dict, deadline_ms: float) -> list[tuple[str, float, float, bool]]:
     """(what, measured, target, met) for each target the issue sets; ``naive`` maps concurrency -> row.
-    Throughput ratios are medians of per-round ratios (`per_round_ratio`); the peak is the best honouring row of
-    each round."""
+    Server / raw is a median of per-round ratios (`per_round_ratio`); goodput / peak a ratio of medians
+    (`peak_ratio`)."""
     honour = {r["concurrency"]: r for r in server if r["honour_retry_after"] and not r["timeout_ms"]}
     top = sorted(honour)[-2:]
     checks = []
@@ -374,7 +380,7 @@ def targets(raw: dict, server: list[dict], naive: dict, deadline_ms: float) -> l
         checks.append(("concurrency 64: server / raw", ratio, TARGETS["c64_vs_raw"], ratio >= TARGETS["c64_vs_raw"]))
     for run in server:
         if run["concurrency"] in top:
-            ratio = per_round_ratio(run, list(honour.values()))
+            ratio = peak_ratio(run, list(honour.values()))
             checks.append((f"goodput {row_label(run)} / peak", ratio, TARGETS["goodput_vs_peak"],
                            ratio >= TARGETS["goodput_vs_peak"]))
         # The server's deadline at the top level. (Rows with a shorter client timeout report their p99 only: it

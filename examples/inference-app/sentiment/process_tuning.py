@@ -10,9 +10,9 @@
 - **glibc keeps freed memory for the next batch.** A forward pass allocates and frees the same activations batch
   after batch. glibc returns freed memory at the top of its heap to the kernel past a threshold that it moves
   by itself, so some processes settle into giving it back and faulting it in again on every batch: in one of
-  several server starts, one worker took about 25 page faults per text (60 µs of system time per text, a fifth of
-  its CPU) where the other took none. Fixed thresholds (`mallopt`) end that: memory freed stays in the heap, up
-  to what the largest batch used.
+  several server starts (``mini`` model, 2 CPUs), one worker took about 25 page faults per text (40-60 µs of
+  system time per text, up to a fifth of its CPU) where the other took none. Fixed thresholds (`mallopt`) end
+  that: memory freed stays in the heap, up to what the largest batch used.
 
 An operator's own setting wins: ``TOKENIZERS_PARALLELISM`` or ``RAYON_NUM_THREADS`` in the environment, or any
 of glibc's ``MALLOC_*_`` tunables (or another allocator preloaded: its ``mallopt`` is glibc's, and unused).
