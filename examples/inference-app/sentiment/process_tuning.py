@@ -1,8 +1,8 @@
 """Two process-wide settings a model process makes before it loads the model (`classifier.Classifier`).
 
 - **The tokenizer's threads stay within the forward pass's budget.** The Rust tokenizer splits every
-  ``encode_batch`` over a thread pool of its own, one thread per CPU of the node, whatever share of them the
-  process has (cpus.py). With one thread per model worker, each batch's tokenization was handed to pool threads
+  ``encode_batch`` over a thread pool of its own, one thread per CPU it sees, whatever share of them the process
+  was given (cpus.py). With one thread per model worker, each batch's tokenization was handed to pool threads
   that had to be scheduled on CPUs already busy with the other worker and the event loop, while the worker's
   main thread waited (2 CPUs, tiny model: about four voluntary context switches per batch in each worker; with
   ``TOKENIZERS_PARALLELISM=false`` none). A budget of one thread turns the pool off; a larger one sizes it
