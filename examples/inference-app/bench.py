@@ -337,8 +337,8 @@ def median_of(runs: list[dict]) -> dict:
 def round_order(rows: list[tuple], round_index: int) -> list[int]:
     """The order the rows (indices) run in a round: as listed in even rounds, reversed in odd ones. The machine's
     speed drifts within a round too (a shared VM: the raw loop alone varied 20 % between rounds); reversing
-    every other round makes the drift weigh on the first and the last rows alike, so the medians of per-round
-    ratios compare the rows, not the moment they ran."""
+    every other round makes the drift weigh on the first and the last rows alike, so the medians compare the rows,
+    not the moment they ran."""
     order = list(range(len(rows)))
     return order if round_index % 2 == 0 else order[::-1]
 

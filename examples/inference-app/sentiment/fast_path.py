@@ -102,11 +102,7 @@ class FastPath:
     def _finish(self, guard: Guard, arrived: float, status: int, reason: "str | None", body: bytes,
                 retry_after: "int | None") -> None:
         """Count, answer (unless the client is gone: 499), and release the connection (`Guard.end`)."""
-        metrics = self.state.metrics
-        metrics.requests.labels(status=str(status)).inc()
-        if reason is not None:
-            metrics.errors.labels(reason=reason).inc()
-        metrics.duration.observe(time.monotonic() - arrived)
+        self.state.metrics.count_request(status, reason, time.monotonic() - arrived)
         if status == 499:
             guard.end(b"", close=True)
             return

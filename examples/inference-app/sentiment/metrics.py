@@ -10,6 +10,8 @@
   ``client_aborted`` / ``body_timeout``: the client left or sent its body too slowly, never ``model_error``).
 """
 
+from typing import Optional
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -63,6 +65,15 @@ class Metrics:
             self.requests.labels(status=status)
         for reason in (*CLIENT_ERROR_REASONS, *SERVER_ERROR_REASONS, *CONNECTION_ERROR_REASONS):
             self.errors.labels(reason=reason)
+
+    def count_request(self, status: int, reason: Optional[str] = None, seconds: Optional[float] = None) -> None:
+        """One /analyze request answered with ``status`` (499: the client left first), its error ``reason`` if it
+        failed, and its latency if it reached the handler (aiohttp's or the fast path's)."""
+        self.requests.labels(status=str(status)).inc()
+        if reason is not None:
+            self.errors.labels(reason=reason).inc()
+        if seconds is not None:
+            self.duration.observe(seconds)
 
     def observe_batch(self, size: int, seconds: float) -> None:
         self.batch_size.observe(size)

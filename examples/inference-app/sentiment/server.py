@@ -149,39 +149,33 @@ async def analyze(request: web.Request) -> web.Response:
     state = request.app[STATE]
     metrics, settings = state.metrics, state.settings
     started = time.perf_counter()
-    status = 500
+    status, reason = 500, None
     try:
         response = await _analyze(request, state)
         status = response.status
         return response
     except BadRequest as err:
-        status = err.status
-        metrics.errors.labels(reason=err.reason).inc()
+        status, reason = err.status, err.reason
         response = web.json_response(err.body(), status=err.status)
         if err.status == 408:
             response.force_close()  # the rest of a late body is not worth waiting for on this connection
         return response
     except ClientAborted as err:
-        status = 499  # nothing is sent: the connection is gone
-        metrics.errors.labels(reason="client_aborted").inc()
+        status, reason = 499, "client_aborted"  # nothing is sent: the connection is gone
         log.info("client %s closed the connection %s", request.remote, err)
         return error_response(499, "client_aborted", str(err))
     except Overloaded as err:
-        status = 503
-        metrics.errors.labels(reason="overloaded").inc()
+        status, reason = 503, "overloaded"
         return shed(request, "overloaded", str(err), state.retry_after_s(err))
     except DeadlineExceeded as err:
-        status = 503
-        metrics.errors.labels(reason="deadline_exceeded").inc()
+        status, reason = 503, "deadline_exceeded"
         return shed(request, "deadline_exceeded", str(err), settings.retry_after_s)
     except Exception:
-        status = 500
-        metrics.errors.labels(reason="model_error").inc()
+        status, reason = 500, "model_error"
         log.exception("inference failed")
         return error_response(500, "model_error", "inference failed")
     finally:
-        metrics.requests.labels(status=str(status)).inc()
-        metrics.duration.observe(time.perf_counter() - started)
+        metrics.count_request(status, reason, time.perf_counter() - started)
 
 
 def shed(request: web.Request, reason: str, message: str, retry_after: int) -> web.Response:
@@ -271,8 +265,7 @@ async def expect_continue(request: web.Request) -> Optional[web.StreamResponse]:
     state = request.app[STATE]
     limit = state.limits.max_body_bytes
     if request.content_length is not None and request.content_length > limit:
-        state.metrics.requests.labels(status="413").inc()
-        state.metrics.errors.labels(reason="body_too_large").inc()
+        state.metrics.count_request(413, "body_too_large")
         response = error_response(413, "body_too_large", f"body is larger than {limit} bytes")
         response.force_close()  # the body was not read
         return response
@@ -313,9 +306,7 @@ async def json_errors(request: web.Request, handler: Callable) -> web.StreamResp
             raise
         reason = {404: "not_found", 405: "method_not_allowed"}.get(err.status, "http_error")
         if request.path == "/analyze":
-            metrics = request.app[STATE].metrics
-            metrics.requests.labels(status=str(err.status)).inc()
-            metrics.errors.labels(reason=reason).inc()
+            request.app[STATE].metrics.count_request(err.status, reason)
         headers = {"Allow": err.headers["Allow"]} if "Allow" in err.headers else None
         return error_response(err.status, reason, err.reason, headers)
 
