@@ -620,3 +620,26 @@ def test_goodput_is_measured_against_the_best_median_not_the_best_row_of_each_ro
     server[-1] = run_row(1024, [94.0, 95.0, 93.0], honour=False)
     checks = {what: (measured, met) for what, measured, _, met in bench.targets(raw, server, {}, 1000.0)}
     assert checks["goodput 1024 ignore / peak"] == (pytest.approx(0.94), False)
+
+
+def test_request_metrics_count_status_reason_and_latency_including_series_created_on_first_use():
+    from prometheus_client import generate_latest
+    from sentiment.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.count_request(200, None, 0.004)
+    metrics.count_request(503, "overloaded", 0.0002)
+    metrics.count_request(503, "overloaded")
+    metrics.count_request(418, "teapot")  # neither listed up front: its series appear on first use
+    text = generate_latest(metrics.registry).decode()
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    assert samples['inference_requests_total{status="200"}'] == "1.0"
+    assert samples['inference_requests_total{status="503"}'] == "2.0"
+    assert samples['inference_requests_total{status="418"}'] == "1.0"
+    assert samples['inference_requests_total{status="400"}'] == "0.0"  # listed series exist at 0
+    assert samples['inference_errors_total{reason="overloaded"}'] == "2.0"
+    assert samples['inference_errors_total{reason="teapot"}'] == "1.0"
+    assert samples['inference_errors_total{reason="model_error"}'] == "0.0"
+    assert samples["inference_request_duration_seconds_count"] == "2.0"
+    assert samples['inference_request_duration_seconds_bucket{le="0.001"}'] == "1.0"
+    assert samples['inference_request_duration_seconds_bucket{le="0.005"}'] == "2.0"

@@ -61,17 +61,24 @@ class Metrics:
         self.errors = Counter("inference_errors", "Failed /analyze requests by reason.", ["reason"],
                               registry=self.registry)
         # Series exist at 0 from the start, so rate() and absent()-style alerts work before the first error.
-        for status in STATUSES:
-            self.requests.labels(status=status)
-        for reason in (*CLIENT_ERROR_REASONS, *SERVER_ERROR_REASONS, *CONNECTION_ERROR_REASONS):
-            self.errors.labels(reason=reason)
+        # The labelled children are kept: `labels()` validates its arguments and looks the child up under a lock
+        # on every call, and every request counts one or two of them, each refusal under overload included.
+        self._by_status = {int(status): self.requests.labels(status=status) for status in STATUSES}
+        self._by_reason = {reason: self.errors.labels(reason=reason)
+                           for reason in (*CLIENT_ERROR_REASONS, *SERVER_ERROR_REASONS, *CONNECTION_ERROR_REASONS)}
 
     def count_request(self, status: int, reason: Optional[str] = None, seconds: Optional[float] = None) -> None:
         """One /analyze request answered with ``status`` (499: the client left first), its error ``reason`` if it
         failed, and its latency if it reached the handler (aiohttp's or the fast path's)."""
-        self.requests.labels(status=str(status)).inc()
+        requests = self._by_status.get(status)
+        if requests is None:
+            requests = self._by_status[status] = self.requests.labels(status=str(status))
+        requests.inc()
         if reason is not None:
-            self.errors.labels(reason=reason).inc()
+            errors = self._by_reason.get(reason)
+            if errors is None:
+                errors = self._by_reason[reason] = self.errors.labels(reason=reason)
+            errors.inc()
         if seconds is not None:
             self.duration.observe(seconds)
 
