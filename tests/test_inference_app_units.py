@@ -464,6 +464,27 @@ def test_a_failing_batch_fails_only_its_requests_and_the_batcher_lives_on():
 # benchmark arithmetic
 
 
+def test_request_cost_measures_answers_and_refusals_on_the_fast_path():
+    import asyncio
+
+    import request_cost
+
+    # Each measurement raises unless every request got what its path gives: 200s, or 503s with Retry-After.
+    assert 0 < asyncio.run(request_cost.answered(64, 32)) < 0.01
+    assert 0 < asyncio.run(request_cost.refused(64)) < 0.01
+
+    async def one_request() -> tuple:
+        state = request_cost.service()
+        (guard, transport), = request_cost.connections(state, 1)
+        guard.data_received(request_cost.request("fine.", timeout_ms=50))  # nothing queued: admitted at once
+        taken = (guard.taken, state.batcher.pending)
+        while guard.taken:
+            await asyncio.sleep(0)
+        return taken, transport.statuses
+
+    assert asyncio.run(one_request()) == ((True, 1), [b"200"])
+
+
 def test_benchmark_percentiles_and_medians():
     import bench
 
