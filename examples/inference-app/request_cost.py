@@ -122,7 +122,9 @@ async def answered(requests: int, batch: int) -> float:
 async def refused(requests: int, backlog: int = 400) -> float:
     """Seconds per refused request (a 1 ms timeout behind ``backlog`` queued texts)."""
     state = service()
-    state.batcher.enqueue(["queued"] * backlog)  # never answered: the model below is never called again
+    # The backlog ahead of every request. The loop does not turn while the refusals are timed, so none of it is
+    # answered meanwhile, and no further batch reaches a model.
+    state.batcher.enqueue(["queued"] * backlog)
     state.start_forward = lambda texts, on_done: None
     clients = connections(state, 1024)
     data = request("a fine product that does what it says.", timeout_ms=1)
