@@ -610,6 +610,25 @@ def test_the_load_generator_reads_status_retry_after_and_connection_close_from_r
     assert asyncio.run(scenario()) == ([(200, 0), (503, 2), (200, 0)], b"", True)
 
 
+def test_the_benchmark_counts_tcp_segments_and_cpu_per_good_answer(tmp_path):
+    import bench
+
+    snmp = tmp_path / "snmp"
+    snmp.write_text("Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+                    "Tcp: RtoAlgorithm RtoMin ActiveOpens InSegs OutSegs RetransSegs\nTcp: 1 200 7 900 1234 3\n"
+                    "Udp: InDatagrams\nUdp: 5\n")
+    assert bench.tcp_segments_sent(snmp) == 1234
+    assert bench.tcp_segments_sent(tmp_path / "absent") is None  # not Linux: the column reads "-"
+    runs = [{"texts_per_s": 10.0, "client_us_per_ok": c, "loop_us_per_ok": 40.0 + c, "model_us_per_ok": 180.0,
+             "tcp_segments_per_request": s} for c, s in ((18.0, 3.1), (16.0, 2.0), (17.0, 3.2))]
+    row = bench.median_of(runs)
+    assert (bench.cpu_per_answer(row), bench.segments_cell(row)) == ("17 57 180", "3.10")
+    runs[1]["tcp_segments_per_request"] = None  # one round without the count: no median of the others
+    row = bench.median_of(runs)
+    assert (row["tcp_segments_per_request"], bench.segments_cell(row)) == (None, "-")
+    assert bench.cpu_per_answer({"texts_per_s": 1.0}) == "-"
+
+
 def test_the_benchmark_reverses_its_rows_every_other_round():
     import bench
 

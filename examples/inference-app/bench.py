@@ -12,9 +12,12 @@ medians over rounds are reported):
 
 Per row: good answers per second (texts/s), p50/p99 latency of good answers, the shed fraction (503s of all
 answers), the load generator's CPU (cores: it shares the machine with the servers) and the server's (its
-process and the model worker). It checks the targets: concurrency 1 p50 <= 1.2 x naive; concurrency 64 >=
-0.8 x raw; goodput at the two top levels >= 0.95 x the peak, whether clients honour Retry-After or not; p99 of
-answered requests within the deadline at the top level.
+process and the model workers), the CPU per good answer of each of the three, and the TCP segments per answer
+(Linux: the host's count, so both directions over loopback; a request answered within the kernel's delayed-ack
+time has its acknowledgement ride on the answer, a longer wait costs a bare acknowledgement of its own).
+It checks the targets: concurrency 1 p50 <= 1.2 x naive; concurrency 64 >= 0.8 x raw; goodput at the two top
+levels >= 0.95 x the peak, whether clients honour Retry-After or not; p99 of answered requests within the
+deadline at the top level.
 
     python bench.py --size tiny                  # build a model with random weights (tiny, mini, small, base)
     python bench.py --model /models/sst2         # or benchmark a model directory
@@ -82,6 +85,17 @@ def cpu_seconds(pids: list[int]) -> float:
             continue
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def tcp_segments_sent(snmp: Path = Path("/proc/net/snmp")) -> Optional[int]:
+    """TCP segments the host has sent so far (Linux: ``OutSegs`` of the ``Tcp:`` lines of /proc/net/snmp; None
+    elsewhere). Host-wide: over loopback it counts every segment between the load generator and the servers once,
+    data and bare acknowledgements alike."""
+    try:
+        header, values = [line.split() for line in snmp.read_text().splitlines() if line.startswith("Tcp:")][:2]
+        return int(values[header.index("OutSegs")])
+    except (OSError, ValueError):
+        return None
 
 
 def process_tree(pid: int) -> list[int]:
@@ -209,9 +223,12 @@ async def closed_loop(host: str, port: int, concurrency: int, duration: float, w
     stop_at = measure_from + duration
     marks: dict[str, tuple[float, float]] = {}
 
-    def mark() -> tuple[float, float]:
+    loop_pid, worker_pids = (server_pids or [None])[0], (server_pids or [])[1:]
+
+    def mark() -> tuple[float, float, float, Optional[int]]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime, cpu_seconds(server_pids or [])
+        return (usage.ru_utime + usage.ru_stime, cpu_seconds([loop_pid] if loop_pid else []),
+                cpu_seconds(worker_pids), tcp_segments_sent())
 
     async def client(index: int) -> None:
         conn = None
@@ -253,13 +270,18 @@ async def closed_loop(host: str, port: int, concurrency: int, duration: float, w
     await asyncio.gather(*stuck, return_exceptions=True)
     answered = sum(statuses.values())
     ok = statuses.get(200, 0)
-    (client0, server0), (client1, server1) = marks["start"], marks["stop"]
+    (client0, loop0, workers0, segments0), (client1, loop1, workers1, segments1) = marks["start"], marks["stop"]
+    per_ok = 1e6 / max(ok, 1)  # µs of CPU per good answer
     return {"concurrency": concurrency, "honour_retry_after": honour_retry_after, "timeout_ms": timeout_ms,
             "requests": answered, "ok": ok, "statuses": statuses, "texts_per_s": ok / duration,
             "shed": statuses.get(503, 0) / max(answered, 1), "p50_ms": percentile(latencies, 50) * 1000,
             "p99_ms": percentile(latencies, 99) * 1000, "stuck_clients": len(stuck),
             "client_cores": (client1 - client0) / duration,
-            "server_cores": (server1 - server0) / duration}
+            "server_cores": (loop1 + workers1 - loop0 - workers0) / duration,
+            "client_us_per_ok": (client1 - client0) * per_ok, "loop_us_per_ok": (loop1 - loop0) * per_ok,
+            "model_us_per_ok": (workers1 - workers0) * per_ok,
+            "tcp_segments_per_request": (None if segments0 is None or segments1 is None
+                                         else (segments1 - segments0) / max(answered, 1))}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -321,9 +343,11 @@ def stop_process(proc: subprocess.Popen) -> None:
 def median_of(runs: list[dict]) -> dict:
     """Per-field median over rounds (throughputs, latencies, fractions, CPU alike); statuses summed."""
     out = dict(runs[0])
-    for key in ("texts_per_s", "p50_ms", "p99_ms", "shed", "client_cores", "server_cores"):
+    for key in ("texts_per_s", "p50_ms", "p99_ms", "shed", "client_cores", "server_cores", "client_us_per_ok",
+                "loop_us_per_ok", "model_us_per_ok", "tcp_segments_per_request"):
         if key in out:
-            out[key] = statistics.median(r[key] for r in runs)
+            values = [r.get(key) for r in runs]
+            out[key] = None if None in values else statistics.median(values)
     if "statuses" in out:
         statuses: dict = {}
         for r in runs:
@@ -405,7 +429,8 @@ def report(raw: dict, server: list[dict], naive: dict, meta: dict) -> str:
         f"(c) naive peak: {naive_peak:.1f} texts/s",
         "",
         f"{'clients':>18} | {'server/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'shed':>5} | {'naive/s':>7} {'p50 ms':>7} "
-        f"{'p99 ms':>7} | {'srv/raw':>7} {'srv/naive':>9} | {'cpu load':>8} {'cpu srv':>7}",
+        f"{'p99 ms':>7} | {'srv/raw':>7} {'srv/naive':>9} | {'cpu load':>8} {'cpu srv':>7} | "
+        f"{'µs/ok load loop model':>21} {'seg/req':>7}",
     ]
     for s in server:
         n = naive.get(s["concurrency"]) if s["honour_retry_after"] and not s["timeout_ms"] else None
@@ -415,8 +440,11 @@ def report(raw: dict, server: list[dict], naive: dict, meta: dict) -> str:
         lines.append(
             f"{row_label(s):>18} | {s['texts_per_s']:>8.1f} {s['p50_ms']:>7.1f} {s['p99_ms']:>7.1f} "
             f"{s['shed']:>5.2f} | {naive_cells} | {s['texts_per_s'] / raw['texts_per_s']:>7.2f} {versus_naive} | "
-            f"{s['client_cores']:>8.2f} {s['server_cores']:>7.2f}")
-    lines.append("cpu load / cpu srv: cores used by the load generator / by the server and its model worker")
+            f"{s['client_cores']:>8.2f} {s['server_cores']:>7.2f} | {cpu_per_answer(s):>21} "
+            f"{segments_cell(s):>7}")
+    lines.append("cpu load / cpu srv: cores used by the load generator / by the server and its model workers; "
+                 "µs/ok: CPU per good answer of the load generator, the server's event loop and its model workers; "
+                 "seg/req: TCP segments per answer, both directions (the host's count)")
     other = {row_label(c): {k: v for k, v in c["statuses"].items() if k not in (200, 503)} for c in server}
     other.update({f"naive {c}": {k: v for k, v in r["statuses"].items() if k != 200} for c, r in naive.items()})
     other = {k: v for k, v in other.items() if v}
@@ -427,6 +455,17 @@ def report(raw: dict, server: list[dict], naive: dict, meta: dict) -> str:
         sign = "<=" if "p50" in what or "p99" in what else ">="
         lines.append(f"  {what}: {measured:.2f} (target {sign} {target:g}) {'met' if met else 'MISSED'}")
     return "\n".join(lines)
+
+
+def cpu_per_answer(run: dict) -> str:
+    """``load loop model``: µs of CPU per good answer (absent from rows measured before they were recorded)."""
+    keys = ("client_us_per_ok", "loop_us_per_ok", "model_us_per_ok")
+    return " ".join(f"{run[k]:.0f}" for k in keys) if all(run.get(k) is not None for k in keys) else "-"
+
+
+def segments_cell(run: dict) -> str:
+    segments = run.get("tcp_segments_per_request")
+    return "-" if segments is None else f"{segments:.2f}"
 
 
 def cpu_model() -> str:
