@@ -629,6 +629,47 @@ def test_the_benchmark_counts_tcp_segments_and_cpu_per_good_answer(tmp_path):
     assert bench.cpu_per_answer({"texts_per_s": 1.0}) == "-"
 
 
+def test_the_benchmark_reads_user_and_system_cpu_and_the_hosts_idle_share(tmp_path):
+    import os
+
+    import bench
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 5 40 700 20 1 9 3 0 0\ncpu0 50 2 20 350 10 0 4 1 0 0\n")
+    assert bench.host_idle(stat) == (720, 878)  # idle + iowait, of user..steal
+    assert bench.host_idle(tmp_path / "absent") is None
+    user, system = bench.cpu_times([os.getpid(), 2 ** 22 + 1])  # this process, and one that does not exist
+    assert user > 0 and system >= 0 and bench.cpu_seconds([os.getpid()]) >= user
+
+
+def test_paired_rows_parses_rows_and_compares_each_with_the_first_pair_by_pair():
+    import paired_rows
+
+    assert [paired_rows.parse_row(s) for s in ("256", "1024:100", "1024:ignore", "1024:100:ignore")] == [
+        (256, True, None), (1024, True, 100.0), (1024, False, None), (1024, False, 100.0)]
+    for bad in ("x", "0", "256:100:50", "256:-5", "256:fast", "256:inf", "256:nan"):
+        with pytest.raises(ValueError, match="row"):
+            paired_rows.parse_row(bad)
+    assert [paired_rows.pair_order(3, p) for p in range(3)] == [[0, 1, 2], [2, 1, 0], [0, 1, 2]]
+
+    def run(tps, loop=45.0, idle=0.01):
+        return {"texts_per_s": tps, "client_us_per_ok": 20.0, "loop_us_per_ok": loop, "model_us_per_ok": 200.0,
+                "model_system_us_per_ok": 2.0, "tcp_segments_per_request": 3.0, "idle_fraction": idle, "shed": 0.0}
+
+    # The machine slowed down in the second pair: both rows lost, the ratio within each pair did not move much.
+    reference = [run(8000.0), run(6000.0), run(7000.0)]
+    row = [run(7600.0, 50.0), run(5820.0, 52.0), run(7140.0, 54.0, None)]
+    summary = paired_rows.compare(reference, row)
+    assert summary["ratio"] == pytest.approx(0.97) and (summary["slower"], summary["pairs"]) == (2, 3)
+    assert (summary["texts_per_s"], summary["loop_us_per_ok"], summary["idle_fraction"]) == (7140.0, 52.0, None)
+    table = paired_rows.report([(256, True, None), (1024, False, 100.0)], [paired_rows.compare(reference, reference),
+                                                                          summary])
+    assert "          256 honour |    7000    1.000   0/3    0.00 |       20.0  45.0  200.0   2.0 |    3.00  1.0%" \
+        in table
+    assert " 1024 ignore, 100 ms |    7140    0.970   2/3    0.00 |       20.0  52.0  200.0   2.0 |    3.00     -" \
+        in table
+
+
 def test_the_benchmark_reverses_its_rows_every_other_round():
     import bench
 

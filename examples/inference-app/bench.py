@@ -75,16 +75,32 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of these processes so far (Linux /proc; 0 for a process that is gone)."""
-    total = 0.0
+def cpu_times(pids: list[int]) -> tuple[float, float]:
+    """User and system CPU seconds of these processes so far (Linux /proc; 0 for a process that is gone)."""
+    user = system = 0.0
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+        user += int(fields[11]) / os.sysconf("SC_CLK_TCK")
+        system += int(fields[12]) / os.sysconf("SC_CLK_TCK")
+    return user, system
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes so far (Linux /proc; 0 for a process that is gone)."""
+    return sum(cpu_times(pids))
+
+
+def host_idle(stat: Path = Path("/proc/stat")) -> Optional[tuple[int, int]]:
+    """(idle, total) CPU time of the host so far, in clock ticks (Linux: the ``cpu`` line of /proc/stat, idle and
+    iowait counted idle; None elsewhere): whether a slower row lost CPU time to idleness or spent more per answer."""
+    try:
+        fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return fields[3] + fields[4], sum(fields)
 
 
 def tcp_segments_sent(snmp: Path = Path("/proc/net/snmp")) -> Optional[int]:
@@ -225,10 +241,10 @@ async def closed_loop(host: str, port: int, concurrency: int, duration: float, w
 
     loop_pid, worker_pids = (server_pids or [None])[0], (server_pids or [])[1:]
 
-    def mark() -> tuple[float, float, float, Optional[int]]:
+    def mark() -> tuple[float, float, tuple[float, float], Optional[int], Optional[tuple[int, int]]]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return (usage.ru_utime + usage.ru_stime, cpu_seconds([loop_pid] if loop_pid else []),
-                cpu_seconds(worker_pids), tcp_segments_sent())
+                cpu_times(worker_pids), tcp_segments_sent(), host_idle())
 
     async def client(index: int) -> None:
         conn = None
@@ -270,7 +286,9 @@ async def closed_loop(host: str, port: int, concurrency: int, duration: float, w
     await asyncio.gather(*stuck, return_exceptions=True)
     answered = sum(statuses.values())
     ok = statuses.get(200, 0)
-    (client0, loop0, workers0, segments0), (client1, loop1, workers1, segments1) = marks["start"], marks["stop"]
+    (client0, loop0, (user0, system0), segments0, host0) = marks["start"]
+    (client1, loop1, (user1, system1), segments1, host1) = marks["stop"]
+    workers0, workers1 = user0 + system0, user1 + system1
     per_ok = 1e6 / max(ok, 1)  # µs of CPU per good answer
     return {"concurrency": concurrency, "honour_retry_after": honour_retry_after, "timeout_ms": timeout_ms,
             "requests": answered, "ok": ok, "statuses": statuses, "texts_per_s": ok / duration,
@@ -280,6 +298,9 @@ async def closed_loop(host: str, port: int, concurrency: int, duration: float, w
             "server_cores": (loop1 + workers1 - loop0 - workers0) / duration,
             "client_us_per_ok": (client1 - client0) * per_ok, "loop_us_per_ok": (loop1 - loop0) * per_ok,
             "model_us_per_ok": (workers1 - workers0) * per_ok,
+            "model_system_us_per_ok": (system1 - system0) * per_ok,
+            "idle_fraction": (None if host0 is None or host1 is None
+                              else (host1[0] - host0[0]) / max(host1[1] - host0[1], 1)),
             "tcp_segments_per_request": (None if segments0 is None or segments1 is None
                                          else (segments1 - segments0) / max(answered, 1))}
 
@@ -344,7 +365,8 @@ def median_of(runs: list[dict]) -> dict:
     """Per-field median over rounds (throughputs, latencies, fractions, CPU alike); statuses summed."""
     out = dict(runs[0])
     for key in ("texts_per_s", "p50_ms", "p99_ms", "shed", "client_cores", "server_cores", "client_us_per_ok",
-                "loop_us_per_ok", "model_us_per_ok", "tcp_segments_per_request"):
+                "loop_us_per_ok", "model_us_per_ok", "model_system_us_per_ok", "tcp_segments_per_request",
+                "idle_fraction"):
         if key in out:
             values = [r.get(key) for r in runs]
             out[key] = None if None in values else statistics.median(values)
@@ -486,8 +508,8 @@ except ImportError:
     run_client, CLIENT_EVENT_LOOP = asyncio.run, "asyncio"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Benchmark the sentiment server (see module docstring).")
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model and server settings, and the length of a row (shared with paired_rows.py)."""
     parser.add_argument("--model", help="model directory (default: build one with make_model.py --size)")
     parser.add_argument("--size", default="tiny", help="size for the built model: tiny, mini, small, base, large")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -500,14 +522,29 @@ def main() -> None:
     parser.add_argument("--max-batch-size", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=0.0)
     parser.add_argument("--deadline-ms", type=float, default=DEFAULT_DEADLINE_MS, help="the server's DEADLINE_MS")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds measured per row")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
+
+
+def server_env(args: argparse.Namespace, model_dir: str, most_clients: int) -> dict:
+    """The server's environment for these arguments (`add_server_arguments`); its queue holds every client's text."""
+    workers = args.model_workers or (os.cpu_count() or 1 if args.device == "cpu" else 1)
+    return {"MODEL_PATH": model_dir, "HOST": "127.0.0.1", "PORT": "0", "DEVICE": args.device,
+            "DTYPE": args.dtype, "MAX_BATCH_SIZE": str(args.max_batch_size), "MAX_WAIT_MS": str(args.max_wait_ms),
+            "DEADLINE_MS": str(args.deadline_ms), "TORCH_THREADS": str(args.threads),
+            "MAX_QUEUE": str(max(1024, 4 * most_clients)), "MODEL_WORKER": args.model_worker,
+            "MODEL_WORKERS": str(workers if args.model_worker == "process" else 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Benchmark the sentiment server (see module docstring).")
+    add_server_arguments(parser)
     parser.add_argument("--concurrency", default="1,16,64,256,1024", help="clients honouring Retry-After")
     parser.add_argument("--ignore-levels", default="256,1024", help="levels also run with clients that resend a "
                         "refused request at once")
     parser.add_argument("--shed-timeout-ms", type=float, default=100.0, help="X-Request-Timeout-Ms of the extra "
                         "row at the top level (clients ignoring Retry-After; 0: no such row)")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive server")
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds measured per row")
-    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
     parser.add_argument("--rounds", type=int, default=5, help="measurement rounds (medians are reported)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -515,7 +552,6 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     levels = [int(c) for c in args.concurrency.split(",")]
-    workers = args.model_workers or (os.cpu_count() or 1 if args.device == "cpu" else 1)
     ignore_levels = [int(c) for c in args.ignore_levels.split(",") if c]
     # (concurrency, honour Retry-After, X-Request-Timeout-Ms) per server row.
     # Rows of one level run back to back (the machine's speed drifts over minutes), the naive server's last.
@@ -526,11 +562,7 @@ def main() -> None:
             rows += [(c, True, args.shed_timeout_ms), (c, False, args.shed_timeout_ms)]
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = args.model or str(build(Path(tmp) / f"model-{args.size}", args.size))
-        env = {"MODEL_PATH": model_dir, "HOST": "127.0.0.1", "PORT": "0", "DEVICE": args.device,
-               "DTYPE": args.dtype, "MAX_BATCH_SIZE": str(args.max_batch_size), "MAX_WAIT_MS": str(args.max_wait_ms),
-               "DEADLINE_MS": str(args.deadline_ms), "TORCH_THREADS": str(args.threads),
-               "MAX_QUEUE": str(max(1024, 4 * max(levels))), "MODEL_WORKER": args.model_worker,
-               "MODEL_WORKERS": str(workers if args.model_worker == "process" else 1)}
+        env = server_env(args, model_dir, max(levels))
         # Both servers stay up (idle when not under load); rounds interleave raw, server and naive.
         server_proc, server_port = start_process(["-m", "sentiment"], env)
         naive_proc = None
