@@ -51,12 +51,6 @@ def parse_row(spec: str) -> Row:
     return int(clients), honour, timeout
 
 
-def pair_order(rows: int, pair: int) -> list[int]:
-    """The rows' order in one pair: as given in even pairs, reversed in odd ones (bench.round_order)."""
-    order = list(range(rows))
-    return order if pair % 2 == 0 else order[::-1]
-
-
 def compare(reference: list[dict], runs: list[dict]) -> dict:
     """A row's runs against the reference row's, pair by pair: ``ratio`` (median of per-pair goodput ratios),
     ``slower`` (pairs in which the row had less goodput), ``pairs``, and the median of each `PER_ANSWER` field
@@ -116,7 +110,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         gc.freeze()  # as bench.py: the load generator's collections skip PyTorch's objects
         try:
             for pair in range(args.pairs):
-                for i in pair_order(len(rows), pair):
+                for i in bench.round_order(rows, pair):  # reversed in every other pair
                     clients, honour, timeout = rows[i]
                     bench.settle(pids)
                     runs[i].append(bench.run_client(bench.closed_loop(
