@@ -65,8 +65,9 @@ def compare(reference: list[dict], runs: list[dict]) -> dict:
 
 
 def describe(row: Row) -> str:
+    """The row's label, as bench.py writes it (`bench.row_label`)."""
     clients, honour, timeout = row
-    return f"{clients} {'honour' if honour else 'ignore'}" + (f", {timeout:g} ms" if timeout else "")
+    return bench.row_label({"concurrency": clients, "honour_retry_after": honour, "timeout_ms": timeout})
 
 
 def report(rows: list[Row], summaries: list[dict]) -> str:
