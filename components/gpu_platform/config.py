@@ -39,6 +39,8 @@ from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
 from .llm_config import check_llm, parse_llm
 from .pools import SHARING_MODES, Sharing
 from .storage_config import check_storage_quotas, parse_storage
+from .upgrades.maintenance import parse_maintenance
+from .upgrades.pool_upgrade import parse_pool_upgrade
 
 NAMESPACE = "gpu-platform"
 GPU_SOFTWARE = ("operator", "device-plugin", "cloud-managed")
@@ -240,7 +242,7 @@ def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel],
 POOL_KEYS = {
     "name", "instanceType", "minNodes", "maxNodes", "desiredNodes", "rdma", "spot", "sharing", "role",
     "labels", "taints", "zones", "gpuModel", "gpusPerNode", "accelerator", "gpuAllocation", "provisioning",
-    "reservation", "fallbackPool",
+    "reservation", "fallbackPool", "upgrade",
 }
 
 
@@ -320,6 +322,7 @@ def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) 
         gpu_model=gpu_model,
         gpus_per_node=gpus,
         accelerator=accelerator,
+        upgrade=parse_pool_upgrade(raw.get("upgrade"), join(path, "upgrade")),
     )
     for key, _ in pool.labels:
         if key.startswith(labels.DOMAIN + "/"):
@@ -639,7 +642,7 @@ def check_training_topology(config: PlatformConfig, raw: Mapping) -> None:
 TOP_LEVEL_KEYS = {
     "cloud", "region", "compartmentId", "kubernetesVersion", "gpuSoftware", "nodePools", "teams",
     "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training", "gateway", "llm",
-    "health", "storage",
+    "health", "storage", "maintenance",
 }
 
 
@@ -703,6 +706,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         llm=parse_llm(raw, [p.name for p in pools]),
         health=parse_health(raw, cloud),
         storage=parse_storage(raw, cloud),
+        maintenance=parse_maintenance(raw.get("maintenance")),
     )
     _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
     _check_dra(config)

@@ -14,6 +14,8 @@ from .labels import Taint
 from .llm_config import LlmConfig
 from .pools import GpuPool, Sharing
 from .storage_config import StorageConfig
+from .upgrades.maintenance import DEFAULT_WINDOW, MaintenanceWindow
+from .upgrades.pool_upgrade import PoolUpgrade
 
 DEFAULT_KUBERNETES_VERSION = "1.34"
 
@@ -73,6 +75,9 @@ class NodePoolConfig:
     gpu_allocation: str = "device-plugin"
     """``device-plugin`` or ``dra`` (NVIDIA DRA driver ResourceClaims). Default ``device-plugin``, except on shapes
     whose NVLink domain spans nodes (NVL72), which default to and require ``dra``."""
+    upgrade: PoolUpgrade = field(default_factory=PoolUpgrade)
+    """``upgrade``: surge, unavailability, drain and soak of an upgrade, and whether the cloud may upgrade the pool
+    on its own (`gpu_platform.upgrades.pool_upgrade`; defaults by ``role``)."""
     cloud_options: Any = None
     """The cloud's own pool settings, parsed by ``clouds/<cloud>/options.py``."""
 
@@ -294,6 +299,8 @@ class PlatformConfig:
     """GPU and RDMA node health: passive conditions, active checks, remediation (dry-run by default)."""
     storage: StorageConfig = field(default_factory=StorageConfig)
     """The data plane: shared file system, bucket mounts, image pulls (off by default)."""
+    maintenance: MaintenanceWindow = DEFAULT_WINDOW
+    """``maintenance.window``: the weekly UTC window in which the cloud may upgrade nodes on its own."""
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
 
