@@ -12,6 +12,7 @@ from gpu_platform import catalog, config, control_plane, gateway_config, generat
 from gpu_platform.docgen import config_reference
 from gpu_platform.docgen.accepted_keys import key_checks
 from gpu_platform.testing import run_program
+from gpu_platform.upgrades import maintenance, pool_upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -62,6 +63,8 @@ EXPECTED_SECTIONS = {
     **{f"{cloud}-pools": (lambda c=cloud: _options(c).POOL_KEYS) for cloud in CLOUDS},
     "gcp-pools-n1": lambda: {"gpuCount"},
     "gcp-systempool": lambda: _options("gcp").SYSTEM_POOL_KEYS,
+    "nodepools-upgrade": lambda: _checked(pool_upgrade, "parse_pool_upgrade"),
+    "maintenance-window": lambda: _checked(maintenance, "parse_window"),
 }
 
 

@@ -1,7 +1,7 @@
 """The one error type bad configuration raises: a single line naming the stack, the path and the problem."""
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class ConfigError(ValueError):
@@ -32,3 +32,18 @@ def one_of(value: object, choices: Iterable[str]) -> str:
     """The problem text for a value outside an enumeration."""
     choices = list(choices)
     return f"'{value}' is not one of {', '.join(choices)}{did_you_mean(str(value), choices)}"
+
+
+def join(path: str, key: "str | int") -> str:
+    """``nodePools`` + 1 -> ``nodePools[1]``; ``nodePools[1]`` + ``name`` -> ``nodePools[1].name``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def check_keys(raw: Mapping, allowed: Iterable[str], path: str) -> None:
+    """Reject keys a section does not know, suggesting the closest known one."""
+    allowed = set(allowed)
+    for key in raw:
+        if key not in allowed:
+            raise ConfigError(join(path, key), f"unknown key{did_you_mean(str(key), sorted(allowed))}")

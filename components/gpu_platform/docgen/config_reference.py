@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from .. import catalog, config, control_plane, gateway_config, health_config, labels, llm_config, pools, storage_config
 from ..errors import ConfigError
+from ..upgrades import maintenance, pool_upgrade
 from .accepted_keys import keys_checked_in
 from .attribute_docs import attribute_docs, class_doc
 
@@ -179,6 +180,10 @@ def shared_sections() -> list[Section]:
         _parsed_in(storage_config, "_parse_image_pulls", "storage.imagePulls", storage_config.ImagePullsConfig,
                    lambda c: c.storage.image_pulls),
         _parsed_in(llm_config, "parse_llm", "llm", llm_config.LlmConfig, lambda c: c.llm, probe=_with_llm),
+        _parsed_in(pool_upgrade, "parse_pool_upgrade", "nodePools[].upgrade", pool_upgrade.PoolUpgrade,
+                   lambda c: c.node_pools[0].upgrade, clouds=MANAGED_CLOUDS),
+        _parsed_in(maintenance, "parse_window", "maintenance.window", maintenance.MaintenanceWindow,
+                   lambda c: c.maintenance, clouds=MANAGED_CLOUDS),
     ]
     return sections
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from ..errors import ConfigError, did_you_mean, one_of
+from ..errors import ConfigError, check_keys, one_of
 
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 """Week days as AKS spells them (``dayOfWeek``); RFC 5545 ``BYDAY`` codes are their first two letters."""
@@ -22,7 +22,10 @@ MIN_HOURS = 4
 """AKS: ``durationHours`` of a maintenance window is 4 to 24; GKE: a window must be at least 4 hours long."""
 MAX_HOURS = 24
 _TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
-_KEYS = ("days", "start", "hours")
+KEYS = ("days", "start", "hours")
+"""The keys of ``maintenance.window``."""
+MAINTENANCE_KEYS = ("window",)
+"""The keys of ``maintenance``."""
 MINUTES_PER_WEEK = 7 * 24 * 60
 
 
@@ -42,8 +45,11 @@ class MaintenanceWindow:
     """A weekly maintenance window in UTC."""
 
     days: tuple[str, ...] = ("Saturday",)
+    """Week days the window opens, UTC (``[Saturday, Sunday]``)."""
     start: str = "00:00"
+    """When it opens, ``HH:MM`` UTC."""
     hours: int = 12
+    """How long it stays open, 4 to 24 hours (GKE wants 48 hours of window in any 32 days: one day a week needs 12)."""
     given: bool = False
     """The stack or the component named the window (clouds without a maintenance API refuse a given one)."""
 
@@ -80,7 +86,8 @@ class MaintenanceWindow:
         if sum(length for _, length in opened) >= MINUTES_PER_WEEK:
             return []
         closed = []
-        for (start, length), (next_start, _) in zip(opened, opened[1:] + [(opened[0][0] + MINUTES_PER_WEEK, 0)]):
+        following = opened[1:] + [(opened[0][0] + MINUTES_PER_WEEK, 0)]
+        for (start, length), (next_start, _) in zip(opened, following, strict=True):
             end = start + length
             closed.append((end % MINUTES_PER_WEEK, next_start - end))
         return sorted(closed)
@@ -99,9 +106,7 @@ def parse_maintenance(raw: Any, path: str = "maintenance") -> MaintenanceWindow:
         return DEFAULT_WINDOW
     if not isinstance(raw, Mapping):
         raise ConfigError(path, f"must be a mapping with window, got {type(raw).__name__}")
-    for key in raw:
-        if key != "window":
-            raise ConfigError(f"{path}.{key}", f"unknown key{did_you_mean(str(key), ['window'])}")
+    check_keys(raw, MAINTENANCE_KEYS, path)
     return parse_window(raw.get("window"), f"{path}.window")
 
 
@@ -111,9 +116,7 @@ def parse_window(raw: Any, path: str) -> MaintenanceWindow:
         return DEFAULT_WINDOW
     if not isinstance(raw, Mapping):
         raise ConfigError(path, f"must be a mapping of days, start, hours, got {type(raw).__name__}")
-    for key in raw:
-        if key not in _KEYS:
-            raise ConfigError(f"{path}.{key}", f"unknown key{did_you_mean(str(key), list(_KEYS))}")
+    check_keys(raw, KEYS, path)
     days = raw.get("days", list(DEFAULT_WINDOW.days))
     if isinstance(days, str):
         days = [days]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Optional, TypedDict
 
-from ..errors import ConfigError, did_you_mean, one_of
+from ..errors import ConfigError, check_keys, did_you_mean, one_of
 
 SURGE = "surge"
 BLUE_GREEN = "blue-green"
@@ -35,6 +35,8 @@ window) or ``never`` (only a ``pulumi up`` that changes the pool upgrades it).""
 
 TRAINING = "training"
 
+KEYS = ("maxSurge", "maxUnavailable", "strategy", "drainTimeoutMinutes", "soakMinutes", "automatic")
+"""The keys of ``nodePools[].upgrade``."""
 _KEYS = {
     "maxSurge": "max_surge", "maxUnavailable": "max_unavailable", "strategy": "strategy",
     "drainTimeoutMinutes": "drain_timeout_minutes", "soakMinutes": "soak_minutes", "automatic": "automatic",
@@ -75,11 +77,23 @@ class PoolUpgrade:
     """A pool's upgrade settings; empty fields take the role's default (`resolved`)."""
 
     max_surge: str = ""
+    """Extra nodes an upgrade may create: a count (``1``) or a percentage of the pool (``'33%'``). Default 0 on
+    training pools (GPU capacity for a surge node is rarely there), 1 on the others."""
     max_unavailable: str = ""
+    """Nodes an upgrade may take down at once: a count or a percentage. Default 1 on training pools, 0 on the
+    others (a rolling surge)."""
     strategy: str = SURGE
+    """``surge`` or ``blue-green`` (GKE only: the old nodes stay until the new set has soaked)."""
     drain_timeout_minutes: Optional[int] = None
+    """How long an upgrade waits for a node's pods to leave, PodDisruptionBudgets honoured, 1-1440. Default: the
+    cloud's own (AKS 30 minutes); refused where the cloud has no such setting."""
     soak_minutes: Optional[int] = None
+    """How long an upgraded node (AKS, 0-30) or the new node set (GKE blue-green) is watched before the next.
+    Default: none; refused where the cloud has no such setting."""
     automatic: str = ""
+    """``window`` (the cloud may upgrade the pool's nodes on its own, only in ``maintenance.window``) or ``never``
+    (only a ``pulumi up`` that changes the pool does). Default ``never`` on training pools where the cloud can hold
+    them, ``window`` otherwise (docs/upgrades.md)."""
     given: frozenset = frozenset()
     """The fields the user wrote (clouds refuse those they cannot honour; defaults never fail)."""
 
@@ -122,9 +136,7 @@ def parse_pool_upgrade(raw: Any, path: str) -> PoolUpgrade:
         return PoolUpgrade()
     if not isinstance(raw, Mapping):
         raise ConfigError(path, f"must be a mapping of {', '.join(_KEYS)}, got {type(raw).__name__}")
-    for key in raw:
-        if key not in _KEYS:
-            raise ConfigError(f"{path}.{key}", f"unknown key{did_you_mean(str(key), list(_KEYS))}")
+    check_keys(raw, KEYS, path)
     values: dict[str, Any] = {}
     for key, field in _KEYS.items():
         if key not in raw or raw[key] is None:
