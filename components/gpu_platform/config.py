@@ -31,7 +31,7 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
     accelerator_devices,
     gpu_pool,
 )
-from .errors import ConfigError, did_you_mean, one_of
+from .errors import ConfigError, check_keys, did_you_mean, join, one_of  # noqa: F401  (check_keys, join: re-exported)
 from .gateway_config import parse_gateway
 from .health_config import check_health, parse_health
 from .kube.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
@@ -62,20 +62,6 @@ SECRET_PLACEHOLDER = "[secret]"
 
 # ---------------------------------------------------------------------------------------------------------
 # Field readers: each raises ConfigError with the field's path.
-
-
-def join(path: str, key: str | int) -> str:
-    """``nodePools`` + 1 -> ``nodePools[1]``; ``nodePools[1]`` + ``name`` -> ``nodePools[1].name``."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-def check_keys(raw: Mapping, allowed: set[str], path: str) -> None:
-    """Reject keys a section does not know, suggesting the closest known one."""
-    for key in raw:
-        if key not in allowed:
-            raise ConfigError(join(path, key), f"unknown key{did_you_mean(key, sorted(allowed))}")
 
 
 def as_mapping(value: Any, path: str) -> Mapping:
