@@ -109,13 +109,18 @@ def test_inference_pool_node_pool_exact_body():
                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
                     ],
                     "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
-                    "expireAfter": "720h",
+                    "expireAfter": "Never",
                     "terminationGracePeriod": "48h",
                 },
             },
             "limits": {"nvidia.com/gpu": "3"},
+            # Inference default: drift (a new AMI) one node at a time, only in the default window (Saturday
+            # 00:00-12:00 UTC): closed from Saturday 12:00 for the 156 hours to the next Saturday.
             "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30m",
-                           "budgets": [{"nodes": "1"}]},
+                           "budgets": [{"nodes": "1", "reasons": ["Empty", "Underutilized"]},
+                                       {"nodes": "1", "reasons": ["Drifted"]},
+                                       {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 12 * * 6",
+                                        "duration": "156h"}]},
         },
     }
     validate_manifest(body, "1.34")

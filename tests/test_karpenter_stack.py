@@ -41,8 +41,16 @@ def test_karpenter_replaces_the_zero_minimum_pool_and_bursts_the_other(stack):
     pools = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in rec.of_type(NODE_POOL)}
     assert pools["h100-train"]["limits"] == {"nvidia.com/gpu": "16"}  # 2 p5 x 8 H100
     assert pools["l4-infer"]["limits"] == {"nvidia.com/gpu": "3"}  # 4 - 1 baseline nodes x 1 L4
+    # Training: drift never disrupts a node (automatic: never); empty nodes go one at a time.
     assert pools["h100-train"]["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "20m",
-                                                 "budgets": [{"nodes": "1"}]}
+                                                 "budgets": [{"nodes": "1", "reasons": ["Empty", "Underutilized"]},
+                                                             {"nodes": "0", "reasons": ["Drifted"]}]}
+    assert pools["l4-infer"]["disruption"]["budgets"] == [
+        {"nodes": "1", "reasons": ["Empty", "Underutilized"]}, {"nodes": "1", "reasons": ["Drifted"]},
+        {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 12 * * 6", "duration": "156h"}]
+    assert {p["template"]["spec"]["expireAfter"] for p in pools.values()} == {"Never"}
+    # The baseline node group: inference defaults (EKS launches replacements first; 1 is its least).
+    assert groups["aws-karpenter-l4-infer-nodes"]["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": "DEFAULT"}
     # The Kubernetes layers still see both pools as configured (Kueue flavors, quotas, placement).
     assert [p.max_nodes for p in stack.config.gpu_pools()] == [4, 2]
     flavors = {m["metadata"]["name"] for m in stack.manifests if m["kind"] == "ResourceFlavor"}

@@ -22,10 +22,12 @@ from ...kube.common import child_opts
 from ...labels import DOMAIN
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
+from ...upgrades.pool_upgrade import PoolUpgradeArgs, upgrade_from_args
 from ..handle import ClusterHandle
 from . import contract, karpenter_objects, security
 from . import iam as aws_iam
 from . import nodes as aws_nodes
+from . import upgrade as aws_upgrade
 from .efa import efa_self_rules
 from .kubeconfig import eks_kubeconfig
 from .options import (
@@ -93,6 +95,13 @@ class EksGpuNodePoolArgs(TypedDict, total=False):
     """A ``cluster`` placement group (EFA pools). Default: True for EFA pools without a reservation."""
     desired_nodes: Optional[int]
     """Initial size (default minNodes); ignored after creation, the autoscaler owns it."""
+    upgrade: PoolUpgradeArgs
+    """How an upgrade (``UpdateNodegroupVersion``: a new AMI release, Kubernetes version or launch template, which
+    only a ``pulumi up`` starts: EKS never upgrades a node group on its own) replaces the nodes: the node group's
+    ``updateConfig``. ``max_unavailable`` (count or percentage; default 1 on training pools, else 0, which EKS
+    spells 1 with the replacements launched first); ``max_surge`` only ``"0"`` (``updateStrategy`` ``MINIMAL``: no
+    new node before an old one goes; the training default), else EKS's own surge (``DEFAULT``). ``automatic``,
+    ``drain_timeout_minutes`` (EKS drains for 15 minutes), ``soak_minutes`` and ``blue-green`` are refused."""
     tags: dict[str, str]
     """Tags on every AWS resource (pools of an `EksCluster`: added to the cluster's)."""
 
@@ -197,7 +206,8 @@ class EksGpuNodePool(pulumi.ComponentResource):
             scaling_config=aws_nodes.scaling(pool, args.get("desired_nodes")),
             launch_template={"id": self.launch_template.id,
                              "version": self.launch_template.latest_version.apply(str)},
-            update_config={"max_unavailable": 1},
+            update_config=aws_upgrade.node_group_update_config(
+                upgrade_from_args(args.get("upgrade"), "upgrade").resolved(pool.role)),
             node_repair_config={"enabled": True},
             tags={**tags, **autoscaler_tags},
             opts=child_opts(self, opts, depends_on=self.efa_rules, ignore_changes=["scalingConfig.desiredSize"]),
@@ -564,6 +574,10 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
             if karpenter_objects.split(pool).baseline_nodes == 0:
                 continue
             entry.update(pool=karpenter_objects.baseline_pool(pool).spec(), desired_nodes=pool.min_nodes)
+            # ``automatic`` is the Karpenter share's (EKS never upgrades the baseline node group on its own).
+            upgrade = {k: v for k, v in entry.pop("upgrade", {}).items() if k != "automatic"}
+            if upgrade:
+                entry["upgrade"] = upgrade
         pools.append(entry)
     args = EksClusterArgs(
         cluster_name=name,
@@ -634,6 +648,8 @@ def karpenter_pools(config: PlatformConfig, cluster: EksCluster) -> list[dict]:
             "disk_size_gib": options.disk_size_gib, "placement_group": options.placement_group,
             "subnet_ids": list(options.subnet_ids) or cluster.subnet_ids_for(zones),
         }
+        if pool_config.upgrade.given:
+            share["upgrade"] = pool_config.upgrade.as_args()
         baseline = cluster.node_pools.get(pool.name)
         if baseline is not None and baseline.efa_security_group is not None:
             share["security_group_ids"] = [baseline.efa_security_group.id]

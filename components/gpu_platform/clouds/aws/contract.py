@@ -14,8 +14,12 @@ from typing import Any, Optional
 
 from ... import control_plane, provisioning, versions
 from ...component_args import KUBERNETES_VERSION, NON_EMPTY, Args, Rule, at_least, choice, matching
+from ...errors import ConfigError
 from ...pools import GpuPool
+from ...upgrades.maintenance import parse_window
+from ...upgrades.pool_upgrade import PoolUpgrade, PoolUpgradeArgs, stack_key, upgrade_from_args
 from . import options
+from . import upgrade as aws_upgrade
 from .efa import vpc_cni_supports_efa_only
 
 COMPUTE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
@@ -149,7 +153,28 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str) -> GpuPo
         dra=pool.dra)
     if problem is not None:
         checker.fail(f"{path}{problem[0]}", problem[1])
+    upgrade = checked_upgrade(checker, args.get("upgrade"), f"{path}upgrade")
+    _refused(checker, f"{path}upgrade", lambda: aws_upgrade.refuse_on_node_group(upgrade, "upgrade"))
     return pool
+
+
+def checked_upgrade(checker: Args, value: Any, path: str) -> PoolUpgrade:
+    """An ``upgrade`` argument parsed (`upgrade_from_args`), its errors in the component's one-line form."""
+    try:
+        return upgrade_from_args(value, "upgrade")
+    except ConfigError as err:
+        checker.fail(path + err.path[len("upgrade"):], err.problem)
+
+
+def _refused(checker: Args, path: str, refuse: Any) -> None:
+    """Run a refusal worded for the stack file (``upgrade.maxSurge``) and name the component argument instead
+    (``gpu_pools[0].upgrade.max_surge``)."""
+    arguments = {stack_key(field): field for field in PoolUpgradeArgs.__annotations__}
+    try:
+        refuse()
+    except ConfigError as err:
+        key = err.path.rsplit(".", 1)[-1]
+        checker.fail(f"{path}.{arguments.get(key, key)}", err.problem)
 
 
 def node_pool_args(name: str, args: Any, schema: type) -> dict[str, Any]:
@@ -311,4 +336,15 @@ def karpenter_args(name: str, args: Any, schema: type) -> dict[str, Any]:
                          "EksClusterAutoscaler or sharing mode exclusive/mig")
         if pool.rdma_fabric and not entry.get("security_group_ids") and "vpc_id" not in out:
             checker.fail("vpc_id", f"is required for the EFA pool '{pool.name}' (its security group)")
+        upgrade = checked_upgrade(checker, entry.get("upgrade"), f"{path}.upgrade")
+        _refused(checker, f"{path}.upgrade", lambda u=upgrade: aws_upgrade.refuse_on_karpenter(u, "upgrade"))
+    try:
+        parse_window(out.get("maintenance_window"), "maintenance_window")
+    except ConfigError as err:
+        checker.fail(err.path, err.problem)
+    resolved = [upgrade_from_args(entry.get("upgrade"), "upgrade").resolved(pool.role)
+                for entry, pool in zip(entries, pools, strict=True)]
+    if "maintenance_window" in out and not aws_upgrade.uses_window(resolved):
+        checker.fail("maintenance_window", "no pool lets Karpenter replace drifted nodes in a window (every pool "
+                                           "is automatic: never); remove it")
     return out

@@ -24,6 +24,8 @@ from ...kube.common import child_opts, helm_release
 from ...kube.custom_object import KubernetesObject
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
+from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args
+from ...upgrades.pool_upgrade import PoolUpgradeArgs, upgrade_from_args
 from ...versions import KARPENTER
 from ..handle import ClusterHandle
 from . import contract
@@ -60,6 +62,12 @@ class KarpenterPoolArgs(TypedDict, total=False):
     """A ``cluster`` placement group for the nodes (EFA pools). Default: True for EFA pools without a reservation."""
     placement_group_name: Optional[pulumi.Input[str]]
     """An existing placement group to launch into (the pool's node group's); created when absent."""
+    upgrade: PoolUpgradeArgs
+    """How Karpenter replaces the pool's drifted nodes (a new AMI, a changed NodePool or EC2NodeClass):
+    ``automatic`` ``never`` (training default: drift never disrupts a node) or ``window`` (inference and general
+    default: only inside ``maintenance_window``), ``max_unavailable`` nodes at once (default one), and
+    ``drain_timeout_minutes``, the NodePool's ``terminationGracePeriod`` (default 48 hours). ``max_surge``,
+    ``soak_minutes`` and ``blue-green`` are refused (docs/upgrades.md)."""
 
 
 class KarpenterAutoscalerArgs(TypedDict, total=False):
@@ -83,6 +91,9 @@ class KarpenterAutoscalerArgs(TypedDict, total=False):
     """The GPU pools Karpenter scales."""
     consolidate_after_minutes: int
     """How long a node stays empty (inference pools: or underused) before Karpenter removes it. Default 30."""
+    maintenance_window: MaintenanceWindowArgs
+    """The weekly UTC window in which Karpenter may replace drifted nodes of pools with ``automatic: window``.
+    Default Saturdays 00:00 UTC for 12 hours. Refused when no pool uses it."""
     tags: dict[str, str]
     """Tags on every AWS resource, and on the instances Karpenter launches."""
 
@@ -177,6 +188,7 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
             create_namespace=False)
 
         consolidate = int(args.get("consolidate_after_minutes", 30))
+        self.window = parse_window(args.get("maintenance_window"), "maintenance_window")
         ready = [self.release, self.access_entry, self.instance_profile, *attachments]
         self.node_classes: dict[str, Any] = {}
         self.node_pools: dict[str, Any] = {}
@@ -197,7 +209,8 @@ class KarpenterAutoscaler(pulumi.ComponentResource):
             capacity_type=pool_args.get("capacity_type", "ON_DEMAND"),
             capacity_reservation_id=pool.reservation if pool.provisioning == RESERVATION else None,
             disk_size_gib=int(pool_args.get("disk_size_gib") or (500 if pool.gpus_per_node >= 8 else 200)),
-            consolidate_after_minutes=consolidate)
+            consolidate_after_minutes=consolidate, upgrade=upgrade_from_args(pool_args.get("upgrade"), "upgrade"),
+            window=self.window)
         prefix = f"{name}-{pool.name}"
         groups: list[pulumi.Input[str]] = [args["cluster_security_group_id"], *pool_args.get("security_group_ids", [])]
         if pool.rdma_fabric and not pool_args.get("security_group_ids"):
@@ -243,5 +256,6 @@ def karpenter_from_config(name: str, config: PlatformConfig, handle: ClusterHand
         system_nodes=config.cluster_options.system_nodes,
         node_pools=list(out["karpenter_pools"]),
         consolidate_after_minutes=config.autoscaling.scale_down_unneeded_minutes,
+        maintenance_window=window_as_args(config.maintenance),
         tags=dict(out.get("tags", {})),
     ), opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"aws": out["aws_provider"]})))

@@ -8,7 +8,9 @@ No SDK: every decision of `aws_karpenter.KarpenterAutoscaler` is a function here
   only, scaled from zero.
 - One NodePool + EC2NodeClass per pool: the pool's instance type (catalog) and capacity type, its labels and
   taints, limits of its accelerator resource (``nvidia.com/gpu``), the EKS-optimized NVIDIA AMI by alias
-  (``al2023@latest`` / ``bottlerocket@latest``: Karpenter picks the NVIDIA variant for GPU instance types), and on
+  (``al2023@latest`` / ``bottlerocket@latest``: Karpenter picks the NVIDIA variant for GPU instance types; a new AMI
+  release drifts the nodes, which the disruption budgets hold to the maintenance window or, on ``automatic: never``
+  pools, forever: `upgrade.disruption_budgets`), and on
   EFA pools one ``efa-only`` interface per network card behind a primary ENA interface, in a cluster placement
   group.
 - Controller IAM (pod identity) and the interruption queue follow Karpenter's own CloudFormation template at the
@@ -23,9 +25,12 @@ from typing import Any, Optional
 
 from ... import labels
 from ...pools import GpuPool
+from ...upgrades.maintenance import DEFAULT_WINDOW, MaintenanceWindow
+from ...upgrades.pool_upgrade import PoolUpgrade
 from ...versions import KARPENTER_API_VERSION, KARPENTER_AWS_API_VERSION
 from .options import BOTTLEROCKET_NVIDIA, CAPACITY_BLOCK, SPOT
 from .security import NODE_CLASS_METADATA_OPTIONS
+from .upgrade import disruption_budgets, termination_grace_period
 
 NAMESPACE = "kube-system"
 """Karpenter's getting-started namespace; its pod identity association names it."""
@@ -43,12 +48,14 @@ types.go ``Variant.Requirements``), so ``AL2023_x86_64_NEURON`` pools need no al
 # defaults, so the OS volume is restated at Karpenter's default size.
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "4Gi", "volumeType": "gp3",
                                                              "encrypted": True, "deleteOnTermination": True}}
-EXPIRE_AFTER = "720h"
-"""Nodes are replaced after 30 days (fresh AMI); ``terminationGracePeriod`` bounds how long a draining node waits."""
+EXPIRE_AFTER = "Never"
+"""Nodes do not expire. Karpenter v1 expiration is forceful: it consults no disruption budget (karpenter.sh
+concepts/disruption, "Expiration"; aws/karpenter-provider-aws#6423), so an ``expireAfter`` would replace a training
+node outside the maintenance window. Fresh AMIs come by drift instead (the ``@latest`` alias), which the budgets
+hold to the window (`upgrade.disruption_budgets`)."""
 TERMINATION_GRACE_PERIOD = "48h"
-"""A training rank gets up to two days to checkpoint and finish before its expired node is forced down."""
-ONE_NODE_AT_A_TIME = [{"nodes": "1"}]
-"""Disruption budget: at most one GPU node of a pool is voluntarily disrupted at a time."""
+"""A training rank gets up to two days to checkpoint and finish before a disrupted node is forced down (default;
+``nodePools[].upgrade.drainTimeoutMinutes`` sets it)."""
 INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
     "scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
     "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
@@ -99,6 +106,10 @@ class KarpenterPool:
     disk_size_gib: int
     consolidate_after_minutes: int
     """How long a node stays empty (or, on inference pools, underused) before Karpenter removes it."""
+    upgrade: PoolUpgrade = PoolUpgrade()
+    """The pool's upgrade settings as given; `node_pool` fills in its role's defaults (`PoolUpgrade.resolved`)."""
+    window: MaintenanceWindow = DEFAULT_WINDOW
+    """The stack's maintenance window: drift replaces ``automatic: window`` pools' nodes only inside it."""
 
 
 def karpenter_capacity_type(capacity_type: str, reservation: Optional[str]) -> str:
@@ -145,7 +156,7 @@ def node_pool(kp: KarpenterPool) -> dict[str, Any]:
                     "taints": [{"key": t.key, "value": t.value, "effect": t.effect} if t.value
                                else {"key": t.key, "effect": t.effect} for t in pool.taints],
                     "expireAfter": EXPIRE_AFTER,
-                    "terminationGracePeriod": TERMINATION_GRACE_PERIOD,
+                    "terminationGracePeriod": termination_grace_period(kp.upgrade, TERMINATION_GRACE_PERIOD),
                 },
             },
             # Karpenter counts a node's physical devices: the pool's share of nodes times devices per node.
@@ -153,7 +164,7 @@ def node_pool(kp: KarpenterPool) -> dict[str, Any]:
             "disruption": {
                 "consolidationPolicy": consolidation_policy(pool),
                 "consolidateAfter": f"{kp.consolidate_after_minutes}m",
-                "budgets": [dict(b) for b in ONE_NODE_AT_A_TIME],
+                "budgets": disruption_budgets(kp.upgrade.resolved(pool.role), kp.window),
             },
         },
     }

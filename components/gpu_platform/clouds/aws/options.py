@@ -34,6 +34,7 @@ from typing import Any, Optional
 from ... import catalog, control_plane, gpu_allocation, provisioning, versions
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
+from . import upgrade as aws_upgrade
 from .storage_options import check_storage as check_storage  # the stack parser's AWS ``storage`` rules
 
 CLUSTER_KEYS = {
@@ -319,6 +320,8 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         out["zones"] = list(pool_config.zones)
     if pool_config.desired_nodes is not None:
         out["desired_nodes"] = pool_config.desired_nodes
+    if pool_config.upgrade.given:
+        out["upgrade"] = pool_config.upgrade.as_args()
     return out
 
 
@@ -386,6 +389,25 @@ def _check_karpenter(config: Any) -> None:
                               "autoscaling.autoscaler cluster-autoscaler or sharing mode exclusive/mig")
 
 
+def _check_upgrades(config: Any) -> None:
+    """``nodePools[].upgrade`` against the nodes each pool runs on (a managed node group, a Karpenter NodePool or
+    both: `karpenter_objects.split`), and ``maintenance.window`` against the pools that use it (`aws_upgrade`)."""
+    karpenter = config.autoscaling.autoscaler == "karpenter"
+    drifting = []
+    for i, pool in enumerate(config.node_pools):
+        path = join(join("nodePools", i), "upgrade")
+        karpenter_share = karpenter and pool.max_nodes > pool.min_nodes
+        if not karpenter or pool.min_nodes > 0:  # a managed node group holds the pool, or its baseline
+            aws_upgrade.refuse_on_node_group(pool.upgrade, path, automatic_elsewhere=karpenter_share)
+        if karpenter_share:
+            aws_upgrade.refuse_on_karpenter(pool.upgrade, path)
+            drifting.append(pool.upgrade.resolved(pool.role))
+    if config.maintenance.given and not aws_upgrade.uses_window(drifting):
+        why = ("no Karpenter pool replaces drifted nodes in it (every one is automatic: never)" if karpenter else
+               "EKS never upgrades managed node groups on its own, so no window applies (Karpenter pools use one)")
+        raise ConfigError("maintenance.window", why)
+
+
 def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
     """The cluster keys, plus the rules that tie pools to the VPC (zones, subnets)."""
     if not _REGION.match(config.region):
@@ -427,6 +449,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
     security = control_plane.parse_control_plane(raw)
     _check_pools(config, vpc_id is None, zones)
     _check_karpenter(config)
+    _check_upgrades(config)
     return AwsClusterOptions(
         vpc_id=vpc_id,
         private_subnet_ids=private,

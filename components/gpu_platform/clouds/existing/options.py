@@ -75,6 +75,9 @@ class ExistingPoolOptions:
 
 
 def parse_cluster_options(raw: Mapping, config: Any) -> ExistingClusterOptions:
+    if config.maintenance.given:
+        raise ConfigError("maintenance", "the platform does not manage an existing cluster's nodes or control plane; "
+                                         "set its maintenance window where the cluster is managed")
     enforced = read_bool(raw, "networkPolicyEnforced", "", False)
     problem = unenforced_problem(config, enforced)
     if problem:
@@ -84,6 +87,9 @@ def parse_cluster_options(raw: Mapping, config: Any) -> ExistingClusterOptions:
 
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> ExistingPoolOptions:
+    if pool.upgrade.given:
+        raise ConfigError(join(path, "upgrade"), "the platform does not create or upgrade an existing cluster's nodes; "
+                                                 "set upgrade behaviour where the node pools are managed")
     nodes = tuple(str(n) for n in read_list(raw, "nodes", path))
     for i, node in enumerate(nodes):
         problem = node_name_problem(node)
