@@ -45,7 +45,7 @@ GCP_POOL = gpu_pool("gcp", {"name": "l4", "instanceType": "g2-standard-8", "maxN
 CLUSTER_MISUSE = [
     ("system nodes", cluster_args(system_nodes=-1), "EksCluster dev: system_nodes: must be >= 1, got -1"),
     ("kubernetes version", cluster_args(kubernetes_version="1.99"),
-     "EksCluster dev: kubernetes_version: '1.99' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.34"),
+     "EksCluster dev: kubernetes_version: '1.99' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.36"),
     ("camelCase key", cluster_args(systemNodeInstanceType="m6i.large"),
      "EksCluster dev: systemNodeInstanceType: unknown argument; arguments are snake_case in Python: use "
      "'system_node_instance_type' (camelCase is the stack file's spelling)"),
@@ -226,7 +226,7 @@ KARPENTER = {"cluster_name": "gpu", "cluster_endpoint": "https://x", "region": "
 
 @pytest.mark.parametrize(("make", "line"), [
     (lambda: aws.EksClusterAutoscaler("ca", {**AUTOSCALER, "kubernetes_version": "1.30"}),
-     "EksClusterAutoscaler ca: kubernetes_version: '1.30' is not one of 1.33, 1.34, 1.35; did you mean '1.35'?"),
+     "EksClusterAutoscaler ca: kubernetes_version: '1.30' is not one of 1.33, 1.34, 1.35, 1.36; did you mean '1.36'?"),
     (lambda: aws.EksClusterAutoscaler("ca", {**AUTOSCALER, "scale_down_unneeded_minutes": 0}),
      "EksClusterAutoscaler ca: scale_down_unneeded_minutes: must be >= 1, got 0"),
     (lambda: aws.EksClusterAutoscaler("ca", {k: v for k, v in AUTOSCALER.items() if k != "region"}),

@@ -22,9 +22,9 @@ def parse(raw):
 def test_defaults_new_vpc_and_pinned_addons():
     config = parse(stack())
     options = config.cluster_options
-    assert options == AwsClusterOptions(addon_versions=tuple(sorted(versions.EKS_ADDONS["1.34"].items())))
+    assert options == AwsClusterOptions(addon_versions=tuple(sorted(versions.EKS_ADDONS["1.36"].items())))
     assert options.new_vpc and options.vpc_cidr == "10.0.0.0/16" and options.system_nodes == 2
-    assert dict(options.addon_versions)["vpc-cni"] == "v1.20.4-eksbuild.2"
+    assert dict(options.addon_versions)["vpc-cni"] == "v1.22.4-eksbuild.3"
     pool = config.node_pools[0].cloud_options
     assert pool == AwsPoolOptions(ami_type="AL2023_x86_64_NVIDIA", capacity_type="ON_DEMAND", disk_size_gib=200,
                                   placement_group=False)
@@ -148,8 +148,8 @@ ERRORS = [
     ("system instance type", stack(systemNodeInstanceType="large"),
      "s: systemNodeInstanceType: 'large' is not an EC2 instance type such as m6i.xlarge"),
     ("system nodes zero", stack(systemNodes=0), "s: systemNodes: must be >= 1, got 0"),
-    ("kubernetes version without pins", stack(kubernetesVersion="1.30"),
-     "s: kubernetesVersion: EKS add-on versions are pinned for Kubernetes 1.33, 1.34, 1.35; got '1.30'"),
+    ("kubernetes version without pins", stack(kubernetesVersion="1.32"),
+     "s: kubernetesVersion: EKS add-on versions are pinned for Kubernetes 1.33, 1.34, 1.35, 1.36; got '1.32'"),
     ("region not an AWS region", {"cloud": "aws", "region": "westeurope", "nodePools": [INFER]},
      "s: region: 'westeurope' is not an AWS region such as us-west-2"),
     ("unknown AWS key", stack(vpcID="vpc-0123456789abcdef0"), "s: vpcID: unknown key; did you mean 'vpcId'?"),

@@ -40,7 +40,7 @@ MISUSE = {
         "AksCluster dev: system_pool_max_nodes: must be >= system_pool_min_nodes (4), got 3"),
     "kubernetes version": (
         lambda: cluster(kubernetes_version="1.99"),
-        "AksCluster dev: kubernetes_version: '1.99' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.34"),
+        "AksCluster dev: kubernetes_version: '1.99' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.36"),
     "camelCase key": (
         lambda: cluster(skuTier="Free"),
         "AksCluster dev: skuTier: unknown argument; arguments are snake_case in Python: use 'sku_tier' (camelCase "

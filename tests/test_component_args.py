@@ -65,7 +65,7 @@ def test_valid_args_come_back_normalised():
     ({}, "Sample dev: region: is required"),
     ({"region": "us", "system_nodes": -1}, "Sample dev: system_nodes: must be >= 1, got -1"),
     ({"region": "us", "kubernetes_version": "1.99"},
-     "Sample dev: kubernetes_version: '1.99' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.34"),
+     "Sample dev: kubernetes_version: '1.99' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.36"),
     ({"region": "us", "systemNodes": 2},
      "Sample dev: systemNodes: unknown argument; arguments are snake_case in Python: use 'system_nodes' "
      "(camelCase is the stack file's spelling)"),

@@ -8,7 +8,7 @@ from gpu_platform.labels import GPU_TAINT, Taint
 
 def test_minimal_stack_gets_every_default(aws_config):
     config = parse_config(aws_config, "aws-dev")
-    assert config.kubernetes_version == "1.34"
+    assert config.kubernetes_version == "1.36"
     assert config.gpu_software == "device-plugin"
     assert config.teams == ()
     assert config.monitoring.enabled and config.monitoring.retention == "15d"
@@ -80,7 +80,7 @@ def test_existing_cluster_needs_gpu_model_not_region():
     ({"nodePools": [{"name": "a", "instanceType": "g6.xlarge", "colour": "red"}]},
      "s: nodePools[0].colour: unknown key"),
     ({"teems": []}, "s: teems: unknown key; did you mean 'teams'?"),
-    ({"kubernetesVersion": "1.34.2"}, "s: kubernetesVersion: '1.34.2' is not a Kubernetes minor version such as 1.34"),
+    ({"kubernetesVersion": "1.34.2"}, "s: kubernetesVersion: '1.34.2' is not a Kubernetes minor version such as 1.36"),
     ({"monitoring": {"retention": "two weeks"}},
      "s: monitoring.retention: 'two weeks' is not a Prometheus duration such as 15d"),
     ({"inference": {"pool": "infr"}}, "s: inference.pool: no node pool named 'infr'; did you mean 'infer'?"),

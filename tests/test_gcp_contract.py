@@ -126,7 +126,7 @@ MISUSE = [
         "k8s",
         GkeCluster,
         lambda: {"region": R, "kubernetes_version": "1.34.2"},
-        "GkeCluster dev: kubernetes_version: '1.34.2' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.34",
+        "GkeCluster dev: kubernetes_version: '1.34.2' is not a Kubernetes minor version from 1.25 to 1.39 such as 1.36",
     ),
     (
         "dup",

@@ -73,8 +73,8 @@ MISUSE = {
         "OkeGpuNodePool p: cluster_id: is required"),
     "kubernetes version": (
         lambda: OkeCluster("oke", {"compartment_id": COMPARTMENT, "kubernetes_version": "1.99"}),
-        "OkeCluster oke: kubernetes_version: '1.99' is not a Kubernetes minor version (1.25 to 1.39, such as 1.34) or "
-        "an OKE version such as v1.34.1"),
+        "OkeCluster oke: kubernetes_version: '1.99' is not a Kubernetes minor version (1.25 to 1.39, such as 1.36) or "
+        "an OKE version such as v1.36.1"),
     "camelCase key": (
         lambda: OkeCluster("oke", {"compartmentId": COMPARTMENT}),
         "OkeCluster oke: compartmentId: unknown argument; arguments are snake_case in Python: use 'compartment_id' "

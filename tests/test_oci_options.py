@@ -47,10 +47,10 @@ def test_pool_keys_are_parsed():
 
 def test_cluster_keys_are_parsed():
     config = parse_config(oci(vcnCidr="10.20.0.0/16", apiAllowedCidrs=["203.0.113.0/24"], secretsEncryption=False,
-                              availabilityDomains=[2, 1], kubernetesVersion="1.33",
-                              kubernetesPatchVersion="v1.33.1"), "s")
+                              availabilityDomains=[2, 1], kubernetesVersion="1.35",
+                              kubernetesPatchVersion="v1.35.2"), "s")
     assert config.cluster_options == OciClusterOptions(
-        vcn_cidr="10.20.0.0/16", availability_domains=(2, 1), kubernetes_patch_version="v1.33.1",
+        vcn_cidr="10.20.0.0/16", availability_domains=(2, 1), kubernetes_patch_version="v1.35.2",
         control_plane=ControlPlaneSecurity(api_allowed_cidrs=("203.0.113.0/24",), secrets_encryption=False))
 
 
@@ -117,7 +117,7 @@ ERRORS = [
     ("secretsEncryption not a boolean", oci(secretsEncryption="yes"),
      "s: secretsEncryption: must be true or false, got 'yes'"),
     ("patch version of another minor", oci(kubernetesPatchVersion="v1.33.1"),
-     "s: kubernetesPatchVersion: 'v1.33.1' does not match kubernetesVersion '1.34'"),
+     "s: kubernetesPatchVersion: 'v1.33.1' does not match kubernetesVersion '1.36'"),
     ("malformed patch version", oci(kubernetesPatchVersion="1.34.1"),
      "s: kubernetesPatchVersion: '1.34.1' is not an OKE version such as v1.34.1"),
 ]

@@ -27,6 +27,7 @@ import pulumi
 
 from .errors import ConfigError, did_you_mean, one_of
 from .pools import GpuPool, GpuPoolSpec
+from .upgrades import kubernetes_versions
 
 # ---------------------------------------------------------------------------------------------------------
 # Rules: what a value must satisfy beyond its type.
@@ -64,7 +65,16 @@ def matching(pattern: str, what: str) -> Rule:
 
 
 DNS_LABEL = matching(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a DNS label (lower-case letters, digits and '-')")
-KUBERNETES_VERSION = matching(r"1\.(2[5-9]|3[0-9])", "a Kubernetes minor version from 1.25 to 1.39 such as 1.34")
+KUBERNETES_VERSION = matching(r"1\.(2[5-9]|3[0-9])", "a Kubernetes minor version from 1.25 to 1.39 such as "
+                              f"{kubernetes_versions.default_minor()}")
+
+
+def offered_kubernetes_version(cloud: str) -> Rule:
+    """`KUBERNETES_VERSION`, and a minor ``cloud`` offers (`upgrades.kubernetes_versions.offered`)."""
+    return dataclasses.replace(KUBERNETES_VERSION,
+                               check=lambda minor: kubernetes_versions.offered_problem(cloud, minor))
+
+
 STORAGE_QUANTITY = matching(r"[1-9]\d*(Ki|Mi|Gi|Ti|Pi)", "a storage quantity such as 50Gi")
 CPU_QUANTITY = matching(r"([1-9]\d*m|\d+(\.\d+)?)", "a CPU quantity such as 500m or 2")
 MEMORY_QUANTITY = matching(r"[1-9]\d*(Ki|Mi|Gi|Ti|k|M|G|T)?", "a memory quantity such as 2Gi")

@@ -39,6 +39,7 @@ from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
 from .llm_config import check_llm, parse_llm
 from .pools import SHARING_MODES, Sharing
 from .storage_config import check_storage_quotas, parse_storage
+from .upgrades import kubernetes_versions
 from .upgrades.maintenance import parse_maintenance
 from .upgrades.pool_upgrade import parse_pool_upgrade
 
@@ -663,7 +664,11 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         raise ConfigError("compartmentId", f"'{compartment}' is not a compartment OCID (ocid1.compartment...)")
     version = read_str(raw, "kubernetesVersion", "", DEFAULT_KUBERNETES_VERSION)
     if not KUBERNETES_VERSION.match(version):
-        raise ConfigError("kubernetesVersion", f"'{version}' is not a Kubernetes minor version such as 1.34")
+        raise ConfigError("kubernetesVersion",
+                          f"'{version}' is not a Kubernetes minor version such as {DEFAULT_KUBERNETES_VERSION}")
+    offered_problem = kubernetes_versions.offered_problem(cloud, version)
+    if offered_problem:
+        raise ConfigError("kubernetesVersion", offered_problem)
     gpu_software = read_enum(raw, "gpuSoftware", "", GPU_SOFTWARE, None)
     raw_pools = read_list(raw, "nodePools", "", required=True, non_empty=True)
     pools = [parse_node_pool(p, join("nodePools", i), cloud, options) for i, p in enumerate(raw_pools)]

@@ -14,10 +14,13 @@ from .labels import Taint
 from .llm_config import LlmConfig
 from .pools import GpuPool, Sharing
 from .storage_config import StorageConfig
+from .upgrades import kubernetes_versions
 from .upgrades.maintenance import DEFAULT_WINDOW, MaintenanceWindow
 from .upgrades.pool_upgrade import PoolUpgrade
 
-DEFAULT_KUBERNETES_VERSION = "1.34"
+DEFAULT_KUBERNETES_VERSION = kubernetes_versions.default_minor()
+"""The newest minor every managed cloud offers in standard support, from the calendars in
+`upgrades.kubernetes_versions`."""
 
 
 class Secret(str):

@@ -9,6 +9,7 @@ upwards); its stack files are in its ``stackConfigDir`` and its program is its `
 the package (not only this repository) plans its own stacks.
 """
 
+import datetime
 import json
 import os
 import runpy
@@ -23,6 +24,7 @@ from .config import PlatformConfig, Secret, parse_config, redact_secure, strip_n
 from .errors import ConfigError
 from .schemas import ManifestError, validate_manifest
 from .testing import Recording, Registration, is_manifest_type, run_program
+from .upgrades import kubernetes_versions
 
 PROJECT_NAME = "gpu-platform"
 """The project name a run uses when the stack file is in no Pulumi project (``--config FILE`` elsewhere)."""
@@ -230,8 +232,9 @@ def component_counts(recording: Recording) -> list[tuple[str, str, int]]:
     return [(c.type.split(":")[-1], c.name, counts.get(urn, 0)) for urn, c in components.items()]
 
 
-def summary(plan: StackPlan) -> str:
-    """The readable summary printed per stack."""
+def summary(plan: StackPlan, today: Optional[datetime.date] = None) -> str:
+    """The readable summary printed per stack. ``today`` (default: the system date) dates the warning about a
+    Kubernetes minor near or past its end of standard support; plan.json never depends on it."""
     rec = plan.recording
     custom = [r for r in rec if r.custom]
     pools = plan.config.gpu_pools()
@@ -242,8 +245,12 @@ def summary(plan: StackPlan) -> str:
         f"stack {plan.stack} ({plan.config.cloud}{', ' + plan.config.region if plan.config.region else ''}, "
         f"Kubernetes {plan.config.kubernetes_version}, GPU software {software}): "
         f"{len(rec)} resources, {len(custom)} custom, {len(plan.manifests)} Kubernetes objects",
-        "  components:",
     ]
+    warning = kubernetes_versions.support_warning(plan.config.cloud, plan.config.kubernetes_version,
+                                                  today or datetime.date.today())
+    if warning:
+        lines.append(f"  {warning}")
+    lines.append("  components:")
     lines += [f"    {kind:<28} {name:<40} {count:>4}" for kind, name, count in component_counts(rec)]
     lines.append("  GPU pools:")
     lines.append(f"    {'pool':<18} {'instance type':<28} {'GPU':<10} {'GPUs/node':>9} {'nodes':>8} "

@@ -265,8 +265,9 @@ def _oci_id(kind: str) -> Callable[[str], str]:
     return lambda name: f"ocid1.{kind}.oc1.iad.{name}"
 
 
-OKE_VERSIONS = ("v1.32.1", "v1.33.1", "v1.34.1", "v1.34.2")
-"""Kubernetes versions the OKE option mocks offer."""
+OKE_VERSIONS = ("v1.32.1", "v1.33.1", "v1.34.1", "v1.34.2", "v1.35.2", "v1.36.1")
+"""Kubernetes versions the OKE option mocks offer (v1.35.2 and v1.36.1: OKE's own node images of 2026-06-15 are
+built for them, ``Oracle-Linux-9.7-Gen2-GPU-2026.06.15-0-OKE-1.35.2-1505``, ``...-OKE-1.36.1-1505``)."""
 
 
 def _oke_node_pool_options(args: dict) -> dict:

@@ -124,8 +124,10 @@ KARPENTER = Chart("oci://public.ecr.aws/karpenter/karpenter", "1.14.1")
 # Its image follows the cluster's Kubernetes minor (the autoscaler simulates that minor's scheduler):
 # CLUSTER_AUTOSCALER_IMAGE_TAGS. Values keys: tests/data/chart_keys/cluster-autoscaler-9.43.1.keys.
 CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.43.1", "https://kubernetes.github.io/autoscaler")
-CLUSTER_AUTOSCALER_IMAGE_TAGS = {"1.33": "v1.33.1", "1.34": "v1.34.0", "1.35": "v1.35.0"}
-"""registry.k8s.io/autoscaling/cluster-autoscaler tag per Kubernetes minor of the EKS versions the platform pins."""
+CLUSTER_AUTOSCALER_IMAGE_TAGS = {"1.33": "v1.33.1", "1.34": "v1.34.0", "1.35": "v1.35.0", "1.36": "v1.36.1"}
+"""registry.k8s.io/autoscaling/cluster-autoscaler tag per Kubernetes minor of the EKS versions the platform pins
+(1.36: kubernetes/autoscaler tag cluster-autoscaler-1.36.1; the chart's ``image.tag`` overrides its appVersion, so
+the 9.43.1 chart runs it unchanged)."""
 # Fairwinds vpa chart 5.0.0 = Vertical Pod Autoscaler 1.7.1 (FairwindsOps/charts@5f478fce:stable/vpa; its crds/
 # directory installs autoscaling.k8s.io/v1). Values keys: tests/data/chart_keys/vpa-5.0.0.keys.
 VPA = Chart("vpa", "5.0.0", "https://charts.fairwinds.com/stable")
@@ -135,9 +137,10 @@ VPA = Chart("vpa", "5.0.0", "https://charts.fairwinds.com/stable")
 # v3.31.3 (2025-12-18), the newest v3.31 patch for which a published digest of both images could be found (none
 # for v3.31.4-7): Calico's e2e runs v3.31 on Kubernetes stable, stable-1 and stable-2 (1.33-1.35, projectcalico
 # discussion #11717); Oracle's own tested list (contengsettingupcalico.htm, 2025-01) stops at 3.28.2 on
-# Kubernetes 1.31, below the platform's default Kubernetes 1.34. Objects are rendered by
-# kube/network_policy_engine.py from projectcalico/calico@v3.31.3:manifests/calico-policy-only.yaml; the CRDs are
-# that tag's manifests/crds.yaml (identical to the CRDs in the policy-only manifest), pinned by commit.
+# Kubernetes 1.31. The platform's default Kubernetes is 1.36 (config_model.DEFAULT_KUBERNETES_VERSION), one minor
+# past the range Calico's v3.31 e2e covers: moving to a Calico release tested on 1.36 is still to do. Objects are
+# rendered by kube/network_policy_engine.py from projectcalico/calico@v3.31.3:manifests/calico-policy-only.yaml;
+# the CRDs are that tag's manifests/crds.yaml (identical to the CRDs in the policy-only manifest), pinned by commit.
 CALICO_NODE_IMAGE = pinned("quay.io/calico/node", "v3.31.3")
 """calico-node (Felix). Digest: the one two unrelated public repositories pin for this tag on quay.io."""
 CALICO_KUBE_CONTROLLERS_IMAGE = pinned("docker.io/calico/kube-controllers", "v3.31.3")
@@ -178,6 +181,11 @@ EKS_ADDONS: dict[str, dict[str, str]] = {
     "1.34": {"vpc-cni": "v1.20.4-eksbuild.2", "coredns": "v1.12.3-eksbuild.1", "kube-proxy": "v1.34.0-eksbuild.2",
              "eks-pod-identity-agent": "v1.3.10-eksbuild.2"},
     "1.35": {"vpc-cni": "v1.21.1-eksbuild.7", "coredns": "v1.13.2-eksbuild.4", "kube-proxy": "v1.35.3-eksbuild.2",
+             "eks-pod-identity-agent": "v1.3.10-eksbuild.3"},
+    # 1.36: the builds a public EKS 1.36 cluster resolved to in August 2026 (its deployment record; a second
+    # public 1.36 stack pins older builds of the same versions: coredns v1.14.3, kube-proxy v1.36.0, pod identity
+    # v1.3.10-eksbuild.3).
+    "1.36": {"vpc-cni": "v1.22.4-eksbuild.3", "coredns": "v1.14.3-eksbuild.16", "kube-proxy": "v1.36.0-eksbuild.21",
              "eks-pod-identity-agent": "v1.3.10-eksbuild.3"},
 }
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ... import control_plane, provisioning, versions
-from ...component_args import KUBERNETES_VERSION, NON_EMPTY, Args, Rule, at_least, choice, matching
+from ...component_args import NON_EMPTY, Args, Rule, at_least, choice, matching, offered_kubernetes_version
 from ...errors import ConfigError
 from ...pools import GpuPool
 from ...upgrades.maintenance import parse_window
@@ -93,7 +93,7 @@ def pool_rules(prefix: str = "") -> dict[str, Rule]:
 CLUSTER_RULES: dict[str, Rule] = {
     "cluster_name": EKS_CLUSTER_NAME,
     "region": REGION,
-    "kubernetes_version": KUBERNETES_VERSION,
+    "kubernetes_version": offered_kubernetes_version("aws"),
     "addon_versions": Rule(check=_addons),
     "vpc_id": VPC_ID,
     "private_subnet_ids[]": SUBNET_ID,

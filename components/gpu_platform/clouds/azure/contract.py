@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ... import catalog, control_plane
-from ...component_args import KUBERNETES_VERSION, Args, Rule, between, choice, matching
+from ...component_args import Args, Rule, between, choice, matching, offered_kubernetes_version
 from ...config import ConfigError
 from ...errors import did_you_mean
 from ...provisioning import RESERVATION
+from ...upgrades import kubernetes_versions
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
 from .options import (
     AZURE_ZONES,
@@ -81,14 +82,14 @@ POOL_RULES: dict[str, Rule] = {
     "availability_zones": Rule(check=_unique_zones),
     "availability_zones[]": choice(*AZURE_ZONES),
     "os_disk_size_gb": between(30, MAX_OS_DISK_GB),
-    "kubernetes_version": KUBERNETES_VERSION,
+    "kubernetes_version": offered_kubernetes_version("azure"),
     "initial_nodes": between(0, MAX_POOL_NODES),
     "vnet_subnet_id": matching(SUBNET_ID.pattern, "a subnet resource ID (/subscriptions/<id>/resourceGroups/<group>/"
                                                   "providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<name>)"),
 }
 
 CLUSTER_RULES: dict[str, Rule] = {
-    "kubernetes_version": KUBERNETES_VERSION,
+    "kubernetes_version": offered_kubernetes_version("azure"),
     "resource_group_name": matching(RESOURCE_GROUP_NAME.pattern.strip("^$"),
                                     "a resource group name (1-90 letters, digits, '_', '-', '.', '(', ')')"),
     "cluster_name": matching(CLUSTER_NAME.pattern.replace("^", "").replace("$", ""),
@@ -193,6 +194,11 @@ def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
             if key in entry:
                 checker.fail(f"gpu_pools[{i}].{key}", f"is set by AksCluster (its own {key}); remove it")
         check_pool_entry(checker, entry, f"gpu_pools[{i}]")
+        if entry.get("kubernetes_version") and args.get("kubernetes_version"):
+            skew = kubernetes_versions.node_skew_problem("azure", args["kubernetes_version"],
+                                                         entry["kubernetes_version"])
+            if skew:
+                checker.fail(f"gpu_pools[{i}].kubernetes_version", skew)
         if "os_sku" not in entry:
             problem = gb_os_sku_problem(entry["pool"].get("architecture") or catalog.AMD64,
                                         entry["pool"]["instance_type"], args.get("os_sku", AzureClusterOptions.os_sku))

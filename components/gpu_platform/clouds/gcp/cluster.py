@@ -34,7 +34,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ... import catalog, control_plane, provisioning
-from ...component_args import DNS_LABEL, KUBERNETES_VERSION, Args, Rule, at_least, between, choice, matching
+from ...component_args import DNS_LABEL, Args, Rule, at_least, between, choice, matching, offered_kubernetes_version
 from ...config import PlatformConfig
 from ...kube.common import child_opts, metadata
 from ...pools import GpuPool, GpuPoolSpec
@@ -301,7 +301,7 @@ CLUSTER_RULES: dict[str, Rule] = {
     "project": Rule(check=_project_problem),
     "zone": ZONE,
     "cluster_name": CLUSTER_NAME,
-    "kubernetes_version": KUBERNETES_VERSION,
+    "kubernetes_version": offered_kubernetes_version("gcp"),
     "release_channel": choice(*gcp_options.RELEASE_CHANNELS),
     "pods_range_name": RESOURCE_NAME,
     "services_range_name": RESOURCE_NAME,

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from ... import catalog, control_plane
 from ...component_args import Args, Rule, at_least, between
 from ...provisioning import RESERVATION
+from ...upgrades import kubernetes_versions
 from .options import (
     AD_NAME,
     MAX_AVAILABILITY_DOMAINS,
@@ -42,8 +43,21 @@ VCN_CIDR = Rule(check=vcn_cidr_problem)
 
 def _cluster_version_problem(value: str) -> Optional[str]:
     if re.fullmatch(MINOR_VERSION, value) or PATCH_VERSION.match(value):
-        return None
-    return f"'{value}' is not a Kubernetes minor version (1.25 to 1.39, such as 1.34) or an OKE version such as v1.34.1"
+        return _offered_problem(value)
+    return (f"'{value}' is not a Kubernetes minor version (1.25 to 1.39, such as {kubernetes_versions.default_minor()})"
+            f" or an OKE version such as v{kubernetes_versions.default_minor()}.1")
+
+
+def _offered_problem(version: str) -> Optional[str]:
+    """The minor of ``1.36`` or ``v1.36.1`` must be one OKE offers."""
+    minor = ".".join(version.lstrip("v").split(".")[:2])
+    return kubernetes_versions.offered_problem("oci", minor)
+
+
+def _pool_version_problem(value: str) -> Optional[str]:
+    if not PATCH_VERSION.match(value):
+        return f"'{value}' is not an exact OKE version such as v1.34.1 (OkeCluster.kubernetes_version)"
+    return _offered_problem(value)
 
 
 def _ad_names_problem(names: list[str]) -> Optional[str]:
@@ -81,8 +95,7 @@ VCN_RULES: dict[str, Rule] = {
 POOL_RULES: dict[str, Rule] = {
     "cluster_id": ocid("cluster"),
     "compartment_id": COMPARTMENT,
-    "kubernetes_version": Rule(check=lambda v: None if PATCH_VERSION.match(v) else
-                               f"'{v}' is not an exact OKE version such as v1.34.1 (OkeCluster.kubernetes_version)"),
+    "kubernetes_version": Rule(check=_pool_version_problem),
     "worker_subnet_id": ocid("subnet"),
     "pod_subnet_id": ocid("subnet"),
     "availability_domains": Rule(check=_ad_names_problem),
