@@ -3,8 +3,14 @@
 ``gpu-platform plan [STACK ...] [--config FILE] [--out DIR]`` plans stacks offline (see `gpu_platform.plan`): the
 stacks of the Pulumi project around the working directory (the nearest ``Pulumi.yaml`` upwards, its
 ``stackConfigDir``). ``gpu-platform --version`` prints the package's version. Exit codes: 0 planned and valid,
-1 a manifest failed schema validation or the program failed, 2 bad configuration or usage. Errors are one line
-each; no traceback reaches the user.
+1 a manifest failed schema validation or the program failed, 2 bad configuration or usage, 3 (with
+``--compare OLD_PLAN_DIR``) the new plan would disrupt GPU nodes, state or queued jobs against the old one (the
+plan is written all the same). Errors are one line each; no traceback reaches the user.
+
+``gpu-platform diff OLD NEW [--json]`` compares two offline plans (`gpu_platform.upgrades.plan_diff`): per resource
+the added, removed and changed inputs, a verdict per change (disruptive or in place, with the reason) and a total;
+``--json`` prints the same as a document. Exit codes: 0 nothing disruptive, 3 something disruptive, 2 bad input
+(a missing file, not a plan, different stacks, a Kubernetes minor that skips one or goes down).
 """
 
 import argparse
@@ -14,7 +20,7 @@ from typing import Optional
 
 from .errors import ConfigError
 
-EXIT_OK, EXIT_INVALID, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_CONFIG, EXIT_DISRUPTIVE = 0, 1, 2, 3
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -30,11 +36,16 @@ def _plan(args: argparse.Namespace) -> int:
             if not stacks:
                 raise ConfigError("", f"no Pulumi.<stack>.yaml in {project.stacks_dir} (project {project.name})")
         # Validate every configuration first: a bad stack writes nothing at all.
-        for stack, path in stacks.items():
-            planner.parse_config(planner.strip_namespace(planner.load_stack_file(path)), stack)
+        configs = {stack: planner.parse_config(planner.strip_namespace(planner.load_stack_file(path)), stack)
+                   for stack, path in stacks.items()}
+        old_plans = _old_plans(Path(args.compare), configs) if getattr(args, "compare", None) else {}
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_CONFIG
+    except ValueError as err:  # PlanError: a missing or bad old plan, a refused minor step
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+    disruptive = False
     status = EXIT_OK
     for stack, path in stacks.items():
         try:
@@ -55,7 +66,56 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"  wrote {target / 'plan.json'} and {target / 'manifests.yaml'}")
         if result.errors:
             status = EXIT_INVALID
-    return status
+        if stack in old_plans:
+            from .upgrades import plan_diff
+
+            new_plan = plan_diff.read_plan(planner.plan_json(result), str(target / "plan.json"))
+            diff = plan_diff.diff_plans(old_plans[stack], new_plan)
+            print(plan_diff.render_text([diff]))
+            disruptive = disruptive or bool(diff.disruptive)
+    return status if status != EXIT_OK or not disruptive else EXIT_DISRUPTIVE
+
+
+def _old_plans(old_dir: Path, configs: dict) -> dict:
+    """Each planned stack's old plan for ``--compare``: ``OLD_PLAN_DIR/<stack>/plan.json``, or ``OLD_PLAN_DIR``
+    itself when it holds a plan.json and one stack is planned. Refuses (`PlanError`) a missing plan, another stack's
+    plan, and a Kubernetes minor step the control plane cannot take, all before anything is planned or written."""
+    from .upgrades import plan_diff, version_skew
+
+    plans = {}
+    for stack, config in configs.items():
+        if len(configs) == 1 and (old_dir / plan_diff.PLAN_FILE).is_file():
+            path = old_dir / plan_diff.PLAN_FILE
+        else:
+            path = old_dir / stack / plan_diff.PLAN_FILE
+        if not path.is_file():
+            raise plan_diff.PlanError(f"--compare: no old plan of stack {stack} at {path}")
+        [old] = plan_diff.load_plans(path).values()
+        if old.stack != stack:
+            raise plan_diff.PlanError(f"--compare: {path} is a plan of stack {old.stack}, not {stack}")
+        if old.kubernetes_version is not None:
+            problem = version_skew.control_plane_step_problem(old.kubernetes_version, config.kubernetes_version)
+            if problem:
+                raise plan_diff.PlanError(f"{stack}: {problem}")
+        plans[stack] = old
+    return plans
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .upgrades import plan_diff
+
+    try:
+        diffs = plan_diff.compare(plan_diff.load_plans(Path(args.old)), plan_diff.load_plans(Path(args.new)))
+    except plan_diff.PlanError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.json:
+        import json
+
+        print(json.dumps(plan_diff.to_json(diffs), indent=2, sort_keys=True))
+    else:
+        print(plan_diff.render_text(diffs))
+    return EXIT_DISRUPTIVE if any(d.disruptive for d in diffs) else EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--config", metavar="FILE", help="plan this one stack file instead")
     plan.add_argument("--out", metavar="DIR", default="build/plan", help="output directory (default: build/plan)")
     plan.add_argument("--diagram", action="store_true", help="also write diagram.mmd and diagram.svg per stack")
+    plan.add_argument("--compare", metavar="OLD_PLAN_DIR",
+                      help="compare each new plan with OLD_PLAN_DIR/<stack>/plan.json as gpu-platform diff does; "
+                           "exit 3 when the change is disruptive")
     plan.set_defaults(func=_plan)
+    diff = sub.add_parser("diff", help="compare two offline plans: what an upgrade replaces, rolls or keeps in place",
+                          description="Compare two offline plans (plan.json files, plan folders, or plan roots with "
+                                      "a folder per stack). Exit 0: nothing disruptive; 3: something disruptive; "
+                                      "2: bad input.")
+    diff.add_argument("old", metavar="OLD", help="the old plan: plan.json, build/plan/<stack> or build/plan")
+    diff.add_argument("new", metavar="NEW", help="the new plan, in the same form")
+    diff.add_argument("--json", action="store_true", help="print a machine-readable document instead")
+    diff.set_defaults(func=_diff)
     from .optimizer import run as optimizer
 
     optimize = sub.add_parser("optimize", help="find idle GPU allocations in Prometheus and right-size them")

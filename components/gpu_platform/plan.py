@@ -204,9 +204,12 @@ def render_manifests(recording: Recording) -> list[dict]:
 
 
 def plan_json(plan: StackPlan) -> dict:
-    """The ``plan.json`` document of DESIGN § gpu-platform plan."""
+    """The ``plan.json`` document of DESIGN § gpu-platform plan, with the stack's ``cloud`` and Kubernetes minor
+    (``kubernetesVersion``) that ``gpu-platform diff`` checks an upgrade step against."""
     return {
         "stack": plan.stack,
+        "cloud": plan.config.cloud,
+        "kubernetesVersion": plan.config.kubernetes_version,
         "resources": [
             {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom,
              "protect": r.protect, "inputs": r.inputs}
