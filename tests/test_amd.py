@@ -204,8 +204,15 @@ def test_device_config_per_cloud_is_schema_valid():
                                        "tolerations": [AMD_TOLERATION]}
     azure = av.device_config(mi300x_pool("azure", fabric="infiniband"), "kube-amd-gpu", driver_managed=True,
                              driver_image="example.azurecr.io/amdgpu-driver")
-    assert azure["spec"]["driver"] == {"enable": True, "blacklist": True, "image": "example.azurecr.io/amdgpu-driver",
-                                       "version": "30.20.1", "tolerations": [AMD_TOLERATION]}
+    # Where the operator owns the driver it upgrades it: one node at a time, a drain through the Eviction API that
+    # never forces and waits for ever (the operator has no wait-for-jobs step; PodDisruptionBudgets are the wait).
+    assert azure["spec"]["driver"] == {
+        "enable": True, "blacklist": True, "image": "example.azurecr.io/amdgpu-driver", "version": "30.20.1",
+        "tolerations": [AMD_TOLERATION],
+        "upgradePolicy": {"enable": True, "maxParallelUpgrades": 1, "maxUnavailableNodes": 1,
+                          "nodeDrainPolicy": {"force": False, "timeoutSeconds": 0, "gracePeriodSeconds": -1}}}
+    # Where the node image owns it (OKE), there is nothing for the operator to upgrade.
+    assert "upgradePolicy" not in spec["driver"]
     for body in (oci, azure):
         validate_manifest(body, "1.34")
     with pytest.raises(ValueError, match="driver image"):

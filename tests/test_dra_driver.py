@@ -80,7 +80,7 @@ def test_operator_keeps_the_device_plugin_off_dra_nodes():
     mixed = nv.gpu_operator_values("existing", [rack("existing"), h100("existing")], monitoring=False)
     # Mixed: the operand runs, but never on DRA nodes (their label), and the driver manager evicts the DRA plugin.
     assert mixed["devicePlugin"] == {"enabled": True}
-    assert mixed["driver"] == {"enabled": True, "manager": {"env": [
+    assert mixed["driver"] == {"enabled": True, "upgradePolicy": nv.driver_upgrade_policy(True), "manager": {"env": [
         {"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"}]}}
     assert rack().labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
     assert "nvidia.com/gpu.deploy.device-plugin" not in h100().labels

@@ -34,6 +34,18 @@ refresh = load_script()
 # The pins themselves
 
 
+def test_the_health_layers_images_are_pinned_by_their_published_digests():
+    # node-problem-detector: the digest the promotion to registry.k8s.io copied (kubernetes/k8s.io#9707); DCGM: the
+    # UBI 10 build NVIDIA's GPU Operator v26.7.0 bundle pins (its ubuntu24.04 tag has no published digest).
+    assert versions.NODE_PROBLEM_DETECTOR_IMAGE.reference == (
+        "registry.k8s.io/node-problem-detector/node-problem-detector:v1.36.0"
+        "@sha256:b4db5a168c5f6192c3fb3d650920d192d83776598fcdfcc092d16ca8dc9213ff")
+    assert versions.DCGM_IMAGE.reference == (
+        "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubi10"
+        "@sha256:92080d86d04c265f7fc0b8e1cd95dff94d3ab57de6a6474c3c483e4c2ada5dea")
+    assert versions.HEALTH_UNPINNED_IMAGES == {}
+
+
 def test_lock_holds_one_well_formed_digest_per_pinned_third_party_image():
     lock = json.loads(versions.IMAGE_DIGESTS_FILE.read_text())
     project = {image.tagged for image in versions.PROJECT_BUILT_IMAGES}
@@ -42,8 +54,7 @@ def test_lock_holds_one_well_formed_digest_per_pinned_third_party_image():
     unresolved = {image.tagged for image in versions.PINNED_IMAGES if image.repository in versions.UNPINNED_IMAGES}
     third_party = {image.tagged for image in versions.PINNED_IMAGES} - project
     assert third_party - unresolved <= set(lock) <= {image.tagged for image in versions.PINNED_IMAGES}
-    assert unresolved - project == {"public.ecr.aws/neuron/neuron-monitor:1.3.0", versions.DCGM_IMAGE.tagged,
-                                    versions.NODE_PROBLEM_DETECTOR_IMAGE.tagged} - set(lock)
+    assert unresolved - project == {"public.ecr.aws/neuron/neuron-monitor:1.3.0"} - set(lock)
     for key, entry in lock.items():
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", entry["digest"]), key
         assert entry["source"], key

@@ -187,7 +187,7 @@ def test_service_budget_and_namespace():
     s = spec()
     assert o.service(s)["spec"] == {"type": "ClusterIP", "selector": {"app.kubernetes.io/name": "llm"}, "ports": [
         {"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]}
-    assert o.pod_disruption_budget(s)["spec"] == {"maxUnavailable": 1,
+    assert o.pod_disruption_budget(s)["spec"] == {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
                                                   "selector": {"matchLabels": {"app.kubernetes.io/name": "llm"}}}
     ns = o.namespace(s)["metadata"]
     assert ns["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"

@@ -80,14 +80,14 @@ def test_the_checker_rejects_unknown_keys_and_wrong_shapes():
         "devicePlugin.config.nme: not in values.yaml"]
     assert unknown_keys({"daemonsets": {"tolerations": {"key": "x"}}}, keys) == [
         "daemonsets.tolerations: a list upstream, got dict"]
-    # cdi.default is deprecated and gone from v26.3.3's values.yaml although NVIDIA's GKE guide still sets it.
+    # cdi.default is deprecated and gone from values.yaml (since v26.3.3) although NVIDIA's GKE guide still sets it.
     assert unknown_keys({"cdi": {"default": True}}, keys) == ["cdi.default: not in values.yaml"]
 
 
 def test_key_lists_name_their_upstream_source_at_the_pinned_tag():
     sources = {
-        versions.GPU_OPERATOR: "NVIDIA/gpu-operator@v26.3.3:deployments/gpu-operator/values.yaml",
-        versions.DEVICE_PLUGIN: "NVIDIA/k8s-device-plugin@v0.19.3:deployments/helm/nvidia-device-plugin/values.yaml",
+        versions.GPU_OPERATOR: "NVIDIA/gpu-operator@v26.7.0:deployments/gpu-operator/values.yaml",
+        versions.DEVICE_PLUGIN: "NVIDIA/k8s-device-plugin@v0.20.0:deployments/helm/nvidia-device-plugin/values.yaml",
         versions.DCGM_EXPORTER: "NVIDIA/dcgm-exporter@4.5.3-4.8.2:deployment/values.yaml",
         versions.NETWORK_OPERATOR: "Mellanox/network-operator@v26.1.2:deployment/network-operator/values.yaml",
         versions.EFA_DEVICE_PLUGIN: "aws/eks-charts@bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec:"

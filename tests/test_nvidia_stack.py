@@ -51,7 +51,7 @@ def test_operator_stack_creates_namespace_sharing_configmap_and_release_in_order
     release = rec.one(RELEASE, "nv-gpu-operator")
     assert {k: release.inputs[k] for k in ("chart", "version", "repositoryOpts", "name", "namespace",
                                            "createNamespace")} == {
-        "chart": "gpu-operator", "version": "v26.3.3", "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},
+        "chart": "gpu-operator", "version": "v26.7.0", "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},
         "name": "gpu-operator", "namespace": "gpu-operator", "createNamespace": False}
     # The ConfigMap exists before the operator reads it; both live in the namespace.
     assert deps(rec, release) == ["nv-namespace", "nv-sharing"]
@@ -121,7 +121,7 @@ def test_device_plugin_mode_installs_plugin_with_gfd_and_the_dcgm_exporter_chart
     assert names(rec, RELEASE) == ["nv-dcgm-exporter", "nv-nvidia-device-plugin"]
     plugin = rec.one(RELEASE, "nv-nvidia-device-plugin").inputs
     assert (plugin["chart"], plugin["version"], plugin["repositoryOpts"]) == (
-        "nvidia-device-plugin", "0.19.3", {"repo": "https://nvidia.github.io/k8s-device-plugin"})
+        "nvidia-device-plugin", "0.20.0", {"repo": "https://nvidia.github.io/k8s-device-plugin"})
     data = rec.one(CONFIG_MAP, "nv-sharing").inputs["data"]
     assert plugin["values"]["gfd"] == {"enabled": True}
     assert plugin["values"]["config"] == {"name": "gpu-sharing-config", "default": "exclusive.default"}
@@ -181,3 +181,22 @@ def test_unknown_mode_is_rejected():
         stack("aws", "gpu-operator", [pool("a", "aws")])
     assert str(err.value) == ("NvidiaGpuStack nv: gpu_software: 'gpu-operator' is not one of operator, device-plugin, "
                               "cloud-managed; did you mean 'operator'?")
+
+
+@pytest.mark.parametrize("kueue,selector", [
+    (True, "kueue.x-k8s.io/podset,!pod-template-hash,!controller-revision-hash"),
+    (False, "gpu-platform.io/driver-upgrade=wait-for-completion")])
+def test_kueue_picks_the_pods_a_driver_upgrade_waits_for(kueue, selector):
+    rec = stack("azure", "operator", [pool("a", "azure")], kueue=kueue)
+    policy = rec.one(RELEASE, "nv-gpu-operator").inputs["values"]["driver"]["upgradePolicy"]
+    assert policy["waitForCompletion"] == {"podSelector": selector, "timeoutSeconds": 0}
+
+
+@pytest.mark.parametrize("cloud,gpu_software,extra", [
+    ("aws", "operator", {}), ("azure", "device-plugin", {}), ("azure", "cloud-managed", {}),
+    ("gcp", "operator", {"driver_preinstalled": True})])
+def test_kueue_is_refused_where_the_operator_does_not_upgrade_the_driver(cloud, gpu_software, extra):
+    with pytest.raises(ConfigError) as err:
+        stack(cloud, gpu_software, [pool("a", cloud)], kueue=False, **extra)
+    assert str(err.value) == ("NvidiaGpuStack nv: kueue: takes effect only where the GPU Operator installs the "
+                              "driver (it picks the pods a driver upgrade waits for)")

@@ -1,6 +1,7 @@
 """Helm values of the NVIDIA stack per cloud and mode, asserted exactly."""
 
 import pytest
+import yaml
 
 from gpu_platform.kube import nvidia_values as nv
 from gpu_platform.labels import AKS_SPOT_TAINT, Taint
@@ -11,6 +12,18 @@ DEDICATED = Taint("dedicated", "ml")
 DEDICATED_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
 SPOT_TOLERATION = {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot",
                    "effect": "NoSchedule"}
+
+
+# The GPU Operator's driver upgrade where it owns the driver (values.yaml@v26.7.0 driver.upgradePolicy): automatic, one
+# node at a time, waiting for ever for the jobs Kueue admitted (not for Deployment/StatefulSet/DaemonSet replicas),
+# then evicting what is left and, failing that, draining: never forcing, PodDisruptionBudgets honoured.
+UPGRADE_POLICY_WITH_KUEUE = {
+    "autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": 1,
+    "waitForCompletion": {"podSelector": "kueue.x-k8s.io/podset,!pod-template-hash,!controller-revision-hash",
+                          "timeoutSeconds": 0},
+    "gpuPodDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": True},
+    "drain": {"enable": True, "force": False, "timeoutSeconds": 1800, "deleteEmptyDir": True},
+}
 
 
 def pool(name, cloud="aws", mode="exclusive", replicas=1, profile=None, taints=(), extra=(), max_nodes=3):
@@ -41,7 +54,7 @@ def test_eks_operator_keeps_the_amis_driver_and_toolkit_and_wires_sharing():
 
 def test_aks_operator_installs_driver_and_toolkit_on_pools_created_without_aks_driver():
     values = nv.gpu_operator_values("azure", [pool("a", "azure", extra=(AKS_SPOT_TAINT,))], monitoring=False)
-    assert values["driver"] == {"enabled": True}
+    assert values["driver"] == {"enabled": True, "upgradePolicy": UPGRADE_POLICY_WITH_KUEUE}
     assert values["toolkit"] == {"enabled": True}
     assert "operator" not in values
     # AKS spot pools carry AKS's own taint: every operand tolerates it.
@@ -58,7 +71,7 @@ def test_aks_preset_with_the_default_image_driver_uses_its_runtime_class():
 
 def test_gke_operator_installs_the_driver_on_the_gke_layers_ubuntu_pools():
     values = nv.gpu_operator_values("gcp", [pool("l4", "gcp")], monitoring=False)
-    assert values["driver"] == {"enabled": True}
+    assert values["driver"] == {"enabled": True, "upgradePolicy": UPGRADE_POLICY_WITH_KUEUE}
     assert values["toolkit"] == {"enabled": True, "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]}
     assert values["migManager"] == {"enabled": True, "env": [{"name": "WITH_REBOOT", "value": "true"}]}
     assert "hostPaths" not in values and "cdi" not in values
@@ -184,3 +197,30 @@ def test_gke_quota_admits_critical_pods_and_grows_with_the_pools():
 
 def test_one_nfd_per_cluster():
     assert nv.runs_nfd("operator") and nv.runs_nfd("device-plugin") and not nv.runs_nfd("cloud-managed")
+
+
+@pytest.mark.parametrize("cloud,preinstalled,policy", [
+    ("aws", None, False), ("oci", None, False), ("azure", None, True), ("azure", True, False),
+    ("gcp", None, True), ("gcp", True, False), ("existing", None, True), ("existing", True, False)])
+def test_driver_upgrade_policy_only_where_the_operator_owns_the_driver(cloud, preinstalled, policy):
+    values = nv.gpu_operator_values(cloud, [pool("a", cloud)], monitoring=False, driver_preinstalled=preinstalled)
+    if policy:
+        assert values["driver"] == {"enabled": True, "upgradePolicy": UPGRADE_POLICY_WITH_KUEUE}
+    else:
+        assert values["driver"] == {"enabled": False}
+
+
+def test_without_kueue_driver_upgrades_wait_for_the_platforms_label():
+    values = nv.gpu_operator_values("azure", [pool("a", "azure")], monitoring=False, kueue=False)
+    assert values["driver"]["upgradePolicy"] == {
+        **UPGRADE_POLICY_WITH_KUEUE,
+        "waitForCompletion": {"podSelector": "gpu-platform.io/driver-upgrade=wait-for-completion",
+                              "timeoutSeconds": 0}}
+
+
+@pytest.mark.parametrize("kueue", [True, False])
+def test_the_wait_selector_survives_the_charts_unquoted_template(kueue):
+    # clusterpolicy.yaml@v26.7.0 writes ``podSelector: {{ .Values...podSelector }}`` without quotes: the selector must
+    # read back as the same string (a leading "!" would be a YAML tag, a bare "true" a boolean).
+    selector = nv.driver_upgrade_wait_selector(kueue)
+    assert yaml.safe_load(f"podSelector: {selector}") == {"podSelector": selector}

@@ -149,6 +149,13 @@ def test_without_kueue_the_job_runs_directly():
     assert labels.KUEUE_QUEUE_LABEL not in job["metadata"]["labels"]
 
 
+def test_rank_pods_opt_in_to_driver_upgrades_that_wait_for_them():
+    # Without Kueue the GPU Operator waits for pods carrying this label (with Kueue, for Kueue's podset label).
+    for local_queue in ("gpu", None):
+        template = build(local_queue=local_queue).one("kubernetes:batch/v1:Job").inputs["spec"]["template"]
+        assert template["metadata"]["labels"]["gpu-platform.io/driver-upgrade"] == "wait-for-completion"
+
+
 def test_manifests_validate():
     manifests = render_manifests(build())
     assert sorted(m["kind"] for m in manifests) == ["ConfigMap", "CronJob", "Job", "PersistentVolumeClaim", "Service"]

@@ -33,7 +33,9 @@ API_CLIENTS = {("CronJob", "gpu-optimizer"): "lists and patches workloads throug
                ("Deployment", "llm-epp"): "the LLM service's endpoint picker watches its InferencePool and the pool's "
                                           "pods through the Kubernetes API (a Role in its namespace)",
                ("Deployment", "gpu-remediation"): "the health layer's remediation controller lists, and unless in "
-                                                  "dry-run patches, nodes and records Events"}
+                                                  "dry-run patches, nodes and records Events",
+               ("CronJob", "gpu-health-dispatch"): "the health checks' dispatcher lists nodes and pods and creates "
+                                                   "each check's Job bound to an idle node"}
 """Pods that keep a service-account token, and why; every other platform pod has none."""
 THIRD_PARTY_PODS: dict[tuple[str, str], str] = {
     ("DaemonSet", "calico-node"): "Calico's node agent as Oracle documents it for OKE: privileged, host network "
@@ -301,7 +303,7 @@ def test_reference_stacks_pull_the_pinned_training_and_rdma_images(manifests):
         # Built by this project's release; no digest until it is pushed.
         "ghcr.io/gpu-platform/sentiment-inference:0.1.0",
         "ghcr.io/gpu-platform/gpu-platform:0.1.0",
-        # The health layer's node-problem-detector and DCGM diagnostic (versions.UNPINNED_IMAGES until resolved).
+        # The health layer's node-problem-detector and DCGM diagnostic, by digest (image_digests.json).
         versions.NODE_PROBLEM_DETECTOR_IMAGE.reference, versions.DCGM_IMAGE.reference,
     } == references
 
@@ -353,9 +355,7 @@ def test_every_exemption_has_a_reason():
     assert set(versions.UNPINNED_IMAGES) == {"ghcr.io/gpu-platform/sentiment-inference",
                                              "ghcr.io/gpu-platform/gpu-platform",
                                              "nvcr.io/nvidia/mellanox/doca-driver",
-                                             "public.ecr.aws/neuron/neuron-monitor",
-                                             "registry.k8s.io/node-problem-detector/node-problem-detector",
-                                             "nvcr.io/nvidia/cloud-native/dcgm"}
+                                             "public.ecr.aws/neuron/neuron-monitor"}
     assert set(THIRD_PARTY_PODS) == {("DaemonSet", "calico-node"), ("Deployment", "calico-kube-controllers"),
                                      ("DaemonSet", "neuron-monitor"), ("DaemonSet", "gpu-node-problem-detector")}
     assert set(UNHARDENED_EXAMPLES) == {("JobSet", "tpu-slice-check")}

@@ -236,7 +236,8 @@ def test_service_monitor_scrapes_metrics_and_carries_the_release_label():
 
 def test_pdb_allows_one_disruption():
     assert objects.pod_disruption_budget(spec())["spec"] == {
-        "maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": "sentiment"}}}
+        "maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "sentiment"}}}
 
 
 @pytest.mark.parametrize("variant", ["keda", "hpa"])

@@ -133,6 +133,22 @@ KUEUE_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 PodSetRequiredTopologyAnnotation)."""
 KUEUE_PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 """``controllerName`` of an AdmissionCheck served by Kueue's ProvisioningRequest controller."""
+KUEUE_PODSET_LABEL = "kueue.x-k8s.io/podset"
+"""Pod label Kueue sets on the pod template of every workload it admits, with the pod set's name, when it starts the
+job, and removes when it stops it (kueue@v0.19.2 pkg/constants/constants.go ``PodSetLabel``, set in
+pkg/controller/jobframework/reconciler.go ``getPodSetsInfoFromStatus``)."""
+# Labels the Kubernetes controllers put on the pods of long-running workloads: the Deployment controller's
+# ReplicaSet hash, the StatefulSet/DaemonSet revision (kubernetes apps/v1 DefaultDeploymentUniqueLabelKey,
+# ControllerRevisionHashLabelKey). Pods of batch Jobs carry neither.
+POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"
+
+# GPU driver upgrades (docs/nvidia.md "Driver upgrades that wait for jobs").
+DRIVER_UPGRADE_LABEL = f"{DOMAIN}/driver-upgrade"
+"""Pod label: ``wait-for-completion`` asks the GPU Operator's driver upgrade to wait until the pod has finished
+before it upgrades the driver of the pod's node, on clusters without Kueue (with Kueue, every job Kueue admits is
+waited for). The platform's reference training pods carry it."""
+DRIVER_UPGRADE_WAIT = "wait-for-completion"
 GKE_PROVISIONING_REQUEST_LABEL = "autoscaling.gke.io/provisioning-request"
 """Set by GKE on the nodes it creates for a ProvisioningRequest; Kueue pins a queued job's pods to them."""
 

@@ -111,8 +111,9 @@ class GpuPlatform(pulumi.ComponentResource):
         # The NVIDIA software runs where there are NVIDIA pools (or no accelerator pool at all: a cluster whose GPU
         # nodes join later, as on existing clusters); a cluster of other vendors' accelerators gets none of it.
         if nvidia_specs or not specs:
-            from .kube.nvidia import NvidiaGpuStack
+            from .kube.nvidia import NvidiaGpuStack, manages_driver
 
+            preinstalled = True if self.cluster.outputs.get("driver_preinstalled") else None
             # The DCGM exporter's ServiceMonitor needs kube-prometheus-stack's CRDs: the whole stack waits for them.
             self.layers["nvidia"] = NvidiaGpuStack(f"{name}-nvidia", {
                 "cloud": config.cloud,
@@ -120,7 +121,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 "pools": nvidia_specs,
                 "kubernetes_version": config.kubernetes_version,
                 # GKE stacks with arm64 (A4X) pools run COS with Google's driver installer (the GKE layer's output).
-                **({"driver_preinstalled": True} if self.cluster.outputs.get("driver_preinstalled") else {}),
+                **({"driver_preinstalled": True} if preinstalled else {}),
+                # Driver upgrades wait for the jobs Kueue admitted, or for the labelled pods without Kueue.
+                **({"kueue": config.scheduling.kueue}
+                   if manages_driver(config.cloud, config.gpu_software, preinstalled) else {}),
                 "monitoring": monitoring is not None,
                 "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))

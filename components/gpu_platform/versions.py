@@ -66,11 +66,15 @@ def pinned(repository: str, tag: str) -> Image:
 
 NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
 
-# NVIDIA GPU and RDMA stack. GPU Operator 26.3.x pairs with Network Operator 26.1.x for GPUDirect RDMA
-# (NVIDIA Cloud Native Stack 26.6.0 compatibility note); the device plugin chart is the plugin release the
-# operator itself bundles (v26.3.3 values: devicePlugin.version v0.19.3), so both modes run the same plugin.
-GPU_OPERATOR = Chart("gpu-operator", "v26.3.3", NVIDIA_HELM_REPO)
-DEVICE_PLUGIN = Chart("nvidia-device-plugin", "0.19.3", "https://nvidia.github.io/k8s-device-plugin")
+# NVIDIA GPU and RDMA stack. GPU Operator v26.7.0 (tag of 2026-08-20, the newest v26.7.x tag of NVIDIA/gpu-operator
+# whose values.yaml could be read; keys: tests/data/chart_keys/gpu-operator-v26.7.0.keys). The device plugin chart
+# is the plugin release the operator itself bundles (v26.7.0 values: devicePlugin.version v0.20.0; chart 0.20.0,
+# NVIDIA/k8s-device-plugin tag of 2026-08-19), so both modes run the same plugin. Network Operator: NVIDIA paired
+# 26.3.x with Network Operator 26.1.x (Cloud Native Stack 26.6.0); no pairing for GPU Operator 26.7 was found, and
+# the Network Operator docs (v26.4.0 "Platform Support") list 26.1.x as deprecated, still patched: the pin stays
+# at v26.1.2 (its NicClusterPolicy, image digest and keys were checked at that tag) until a pairing is published.
+GPU_OPERATOR = Chart("gpu-operator", "v26.7.0", NVIDIA_HELM_REPO)
+DEVICE_PLUGIN = Chart("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin")
 NETWORK_OPERATOR = Chart("network-operator", "v26.1.2", NVIDIA_HELM_REPO)
 DCGM_EXPORTER = Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts")
 EFA_DEVICE_PLUGIN = Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts")
@@ -78,7 +82,10 @@ HAMI = Chart("hami", "2.10.0", "https://project-hami.github.io/HAMi/")
 # NVIDIA's DRA driver for GPUs, v0.4.1 (2026-06-30): the project moved from NVIDIA/k8s-dra-driver-gpu to
 # kubernetes-sigs/dra-driver-nvidia-gpu, switched to SemVer (v25.12 -> 0.3, v26.4 -> 0.4) and renamed the chart
 # dra-driver-nvidia-gpu, published on registry.k8s.io (docs/upgrade.md@v0.4.1). v0.4.1 is the newest release whose
-# tag could be checked (GPU Operator v26.7.0 already names a v0.5.0 image, whose chart could not be). Values keys:
+# tag could be checked: v0.5.0 was released on 2026-08-19 (kubernetes-sigs/dra-driver-nvidia-gpu#1365, #1367) and
+# GPU Operator v26.7.0 names its image, but the repository snapshot readable here stops at 2026-08-08 (main at
+# 0.5.0-dev, no v0.5.0 tag), and a values.yaml found at an untagged commit cannot be tied to the release (it adds a
+# ComputeDomain v1beta1/v1beta2 conversion webhook needing cert-manager, a change to check at the tag). Values keys:
 # tests/data/chart_keys/dra-driver-nvidia-gpu-0.4.1.keys; ComputeDomain schema in crd_schemas/resource.nvidia.com.
 DRA_DRIVER = Chart("oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", "0.4.1")
 DRA_MIN_KUBERNETES = "1.34"
@@ -358,12 +365,16 @@ images it pre-pulls run only ``true`` as init steps."""
 NODE_PROBLEM_DETECTOR_IMAGE = pinned("registry.k8s.io/node-problem-detector/node-problem-detector", "v1.36.0")
 """node-problem-detector v1.36.0 (kubernetes/node-problem-detector, tag of 2026-07-11, the newest stable release:
 v1.37.0-alpha.1 is a pre-release). Its ENTRYPOINT bakes in the stock kernel monitors (Dockerfile@v1.36.0), so the
-DaemonSet sets ``command`` to run only the platform's GPU/RDMA monitor (`health_catalog.npd_config`)."""
-DCGM_IMAGE = pinned("nvcr.io/nvidia/cloud-native/dcgm", "4.5.2-1-ubuntu22.04")
-"""NVIDIA DCGM with ``dcgmi`` and the diagnostic plugins: the image and tag GPU Operator v26.3.3 pins for its DCGM
-host engine (deployments/gpu-operator/values.yaml ``dcgm.repository/image/version``). The dcgm-exporter image is
-not used for ``dcgmi diag``: it installs only datacenter-gpu-manager-4-core and -proprietary
-(docker/Dockerfile@4.5.3-4.8.2), without the CUDA diagnostic packages."""
+DaemonSet sets ``command`` to run only the platform's GPU/RDMA monitor (`health_catalog.npd_config`). Digest: the
+one the image promotion to registry.k8s.io copied (kubernetes/k8s.io#9707)."""
+DCGM_IMAGE = pinned("nvcr.io/nvidia/cloud-native/dcgm", "4.6.0-1-ubi10")
+"""NVIDIA DCGM 4.6.0 with ``dcgmi`` and the diagnostic plugins, the DCGM release GPU Operator v26.7.0 runs for its
+host engine (deployments/gpu-operator/values.yaml ``dcgm.version`` 4.6.0-1-ubuntu24.04). The UBI 10 build of the
+same release, because its digest is published: the operator's own OLM bundle pins it
+(bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml@v26.7.0, relatedImages ``dcgm-image``); no
+published digest of the ubuntu24.04 tag was found. The dcgm-exporter image is not used for ``dcgmi diag``: it
+installs only datacenter-gpu-manager-4-core and -proprietary (docker/Dockerfile@4.5.3-4.8.2), without the CUDA
+diagnostic packages."""
 HEALTH_UNPINNED_IMAGES: dict[str, str] = {
     image.repository: "digest not resolved yet (no registry reachable where this pin was made); "
                       "scripts/refresh-image-digests.py resolves it"

@@ -115,6 +115,32 @@ def operator_values(pools: Sequence[GpuPool], *, driver_managed: bool, nfd_insta
     return values
 
 
+DRIVER_DRAIN_TIMEOUT_SECONDS = 0
+"""``nodeDrainPolicy.timeoutSeconds``: 0 waits for ever (DeviceConfig CRD: "zero means infinite"). The AMD operator
+has no wait-for-jobs step, so the drain itself is the wait: evictions a PodDisruptionBudget refuses are retried until
+it allows them, and a pod is never cut short by a timeout."""
+
+
+def driver_upgrade_policy() -> dict[str, Any]:
+    """``spec.driver.upgradePolicy`` of a DeviceConfig (the CRD at ROCm/gpu-operator@v1.5.1): automatic, one node at a
+    time, stop after one failed node, and a drain through the Eviction API that never forces.
+
+    How the operator upgrades (internal/controllers/upgrademgr.go@v1.5.1 ``handleNodeUpgrade``/``deleteOrDrainPods``):
+    it cordons the node, then removes the pods using ``amd.com/gpu`` or ``/dev/dri`` with drain.Helper, through the
+    Eviction API (PodDisruptionBudgets hold) when ``nodeDrainPolicy`` is set, by plain deletion (``DisableEviction``,
+    no budget honoured) when only ``podDeletionPolicy`` is: so only ``nodeDrainPolicy`` is set. ``gracePeriodSeconds:
+    -1`` gives each pod its own termination grace period. A pod no controller owns stops the drain (``force: false``)
+    and the node is marked drain-failed rather than losing it. A training job's pods are evicted unless a
+    PodDisruptionBudget protects them (docs/nvidia.md "Driver upgrades that wait for jobs").
+    """
+    return {
+        "enable": True,
+        "maxParallelUpgrades": 1,
+        "maxUnavailableNodes": 1,
+        "nodeDrainPolicy": {"force": False, "timeoutSeconds": DRIVER_DRAIN_TIMEOUT_SECONDS, "gracePeriodSeconds": -1},
+    }
+
+
 def device_config_name(pool: GpuPool) -> str:
     return f"amd-{pool.name}"
 
@@ -129,7 +155,8 @@ def device_config(pool: GpuPool, namespace: str, *, driver_managed: bool, driver
         if not driver_image:
             raise ValueError(f"pool {pool.name}: the operator installs the driver here and needs a driver image "
                              "repository")
-        driver.update(blacklist=True, image=driver_image, version=driver_version, tolerations=tolerations)
+        driver.update(blacklist=True, image=driver_image, version=driver_version, tolerations=tolerations,
+                      upgradePolicy=driver_upgrade_policy())
     return {
         "apiVersion": AMD_API_VERSION, "kind": "DeviceConfig",
         "metadata": metadata(device_config_name(pool), namespace),

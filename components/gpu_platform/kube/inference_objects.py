@@ -326,10 +326,14 @@ def service(spec: InferenceSpec) -> dict[str, Any]:
 
 def pod_disruption_budget(spec: InferenceSpec) -> dict[str, Any]:
     # maxUnavailable, not minAvailable: with one replica minAvailable: 1 would block every node drain forever.
+    # AlwaysAllow: a replica that is not Ready (crash-looping, a model that will not load) serves nothing, so
+    # evicting it costs nothing; with the default (IfHealthyBudget) it would count against the budget and could
+    # hold a driver upgrade or node drain while the healthy ones are already at the limit.
     return {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": metadata(spec.name, spec.namespace, selector_labels(spec)),
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector_labels(spec)}},
+        "spec": {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                     "selector": {"matchLabels": selector_labels(spec)}},
     }
 
 

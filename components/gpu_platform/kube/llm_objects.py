@@ -488,9 +488,13 @@ def service(spec: LlmSpec) -> dict[str, Any]:
 
 def pod_disruption_budget(spec: LlmSpec) -> dict[str, Any]:
     # maxUnavailable, not minAvailable: with one replica minAvailable: 1 would block every node drain forever.
+    # AlwaysAllow: a replica that is not Ready (crash-looping, a model that will not load) serves nothing, so
+    # evicting it costs nothing; with the default (IfHealthyBudget) it would count against the budget and could
+    # hold a driver upgrade or node drain while the healthy ones are already at the limit.
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": metadata(spec.name, spec.namespace, server_labels(spec)),
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": server_labels(spec)}}}
+            "spec": {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                     "selector": {"matchLabels": server_labels(spec)}}}
 
 
 def network_policy(spec: LlmSpec) -> dict[str, Any]:

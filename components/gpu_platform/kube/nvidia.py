@@ -51,6 +51,11 @@ class NvidiaGpuStackArgs(TypedDict, total=False):
     cloud layers create: EKS NVIDIA AMIs and OKE GPU images yes; AKS no (operator-mode pools are created without
     AKS's driver); GKE no (Ubuntu pools; ``True`` selects Google's driver installer, for COS pools); existing
     clusters no."""
+    kueue: bool
+    """GPU Operator installing the driver only: the cluster runs Kueue. Driver upgrades then wait for the pods of
+    every workload Kueue admitted (``kueue.x-k8s.io/podset``); without Kueue, for the pods labelled
+    ``gpu-platform.io/driver-upgrade: wait-for-completion`` (`nvidia_values.driver_upgrade_wait_selector`). Default
+    true."""
 
 
 RULES = {
@@ -82,7 +87,14 @@ def checked_args(name: str, args: NvidiaGpuStackArgs) -> dict:
         checker.fail("driver_preinstalled", f"{catalog.CLOUD_NAMES[cloud]} GPU node images always carry the NVIDIA "
                                             "driver; the GPU Operator does not install one there")
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("monitoring")), "with monitoring: true")
+    refuse_unless(checker, checked, "kueue", manages_driver(cloud, mode, checked.get("driver_preinstalled")),
+                  "where the GPU Operator installs the driver (it picks the pods a driver upgrade waits for)")
     return checked
+
+
+def manages_driver(cloud: str, gpu_software: str, driver_preinstalled: Optional[bool] = None) -> bool:
+    """True when the GPU Operator installs, and so upgrades, the NVIDIA driver (``driver.enabled``)."""
+    return gpu_software == "operator" and nv.host_preset(cloud, driver_preinstalled).driver
 
 
 def _check_dra(checker: Args, checked: dict, mode: str, pools: list[GpuPoolSpec]) -> None:
@@ -175,6 +187,7 @@ class NvidiaGpuStack(pulumi.ComponentResource):
             self.release = self._release(name, "gpu-operator", versions.GPU_OPERATOR, ns, nv.gpu_operator_values(
                 cloud, pools, monitoring=monitoring, service_monitor_labels=monitor_labels,
                 sharing_checksum=checksum, mig_strategy=mig_strategy, driver_preinstalled=preinstalled,
+                kueue=bool(args.get("kueue", True)),
             ), opts, prerequisites)
         elif mode == "device-plugin":
             self.release = self._release(name, "nvidia-device-plugin", versions.DEVICE_PLUGIN, ns,

@@ -150,6 +150,61 @@ def service_monitor(monitoring: bool, service_monitor_labels: Optional[dict] = N
     return monitor
 
 
+# Driver upgrades (the operator's upgrade controller, NVIDIA/k8s-operator-libs pkg/upgrade as vendored by
+# gpu-operator@v26.7.0): a node whose driver is to change is cordoned, then waits until no pod matching
+# ``waitForCompletion.podSelector`` runs or is pending on it, then has its GPU pods evicted (``gpuPodDeletion``;
+# drain.Helper with the Eviction API, so PodDisruptionBudgets hold), falls back to a drain (cordon and evict every
+# non-DaemonSet pod, PodDisruptionBudgets holding) if that fails, restarts the driver pod and is uncordoned.
+DRIVER_UPGRADE_WAIT_TIMEOUT_SECONDS = 0
+"""``waitForCompletion.timeoutSeconds``: 0 waits for ever (pod_manager.go: no timeout when 0). A job is never cut
+short to upgrade a driver; the upgrade of that node waits, the others go on one at a time."""
+GPU_POD_EVICTION_TIMEOUT_SECONDS = 300
+"""``gpuPodDeletion.timeoutSeconds`` (the chart's value): how long the GPU pods left once the jobs are done (inference
+replicas) may take to terminate. Eviction that a PodDisruptionBudget refuses until then hands over to the drain."""
+DRAIN_TIMEOUT_SECONDS = 1800
+"""``drain.timeoutSeconds``: a drain still refused by a PodDisruptionBudget after 30 minutes stops; the node is left
+cordoned in state ``upgrade-failed`` (label ``nvidia.com/gpu-driver-upgrade-state``) with nothing killed, for a person
+to look at. The chart's comment advises a finite timeout (values.yaml@v26.7.0 ``driver.upgradePolicy.drain``)."""
+
+
+def driver_upgrade_wait_selector(kueue: bool) -> str:
+    """The ``waitForCompletion.podSelector``: one Kubernetes label selector (the controller passes it to a pod list
+    as ``LabelSelector``, pod_manager.go ``ListPods``), so it cannot say "Kueue's or ours".
+
+    With Kueue: every pod of a workload Kueue admitted carries ``kueue.x-k8s.io/podset`` while it runs, the platform's
+    reference training job and every team's job alike; Kueue also admits Deployments (``deployment`` and ``pod``
+    integrations), whose replicas never complete, so pods of Deployments, StatefulSets and DaemonSets (their
+    controllers' hash labels) are left out. Without Kueue: the platform's own label, which its training pods carry and
+    a team's job adds to its pod template to opt in.
+    """
+    if kueue:
+        # Kueue's key first: the chart writes the selector unquoted into the ClusterPolicy (clusterpolicy.yaml@v26.7.0
+        # ``podSelector: {{ ... }}``), and a YAML scalar may not start with "!".
+        return (f"{labels.KUEUE_PODSET_LABEL},!{labels.POD_TEMPLATE_HASH_LABEL},"
+                f"!{labels.CONTROLLER_REVISION_HASH_LABEL}")
+    return f"{labels.DRIVER_UPGRADE_LABEL}={labels.DRIVER_UPGRADE_WAIT}"
+
+
+def driver_upgrade_policy(kueue: bool) -> dict:
+    """``driver.upgradePolicy`` of the GPU Operator chart (keys of values.yaml@v26.7.0): automatic, one node at a time,
+    waiting for the jobs on it, then evicting (never force-deleting) what is left, PodDisruptionBudgets honoured.
+
+    ``force: false``: a pod no controller owns stops the upgrade of its node instead of being deleted for good.
+    ``deleteEmptyDir: true``: the platform's pods keep only scratch in emptyDir (/tmp, caches; checkpoints live on
+    volumes), and with ``false`` the controller refuses any node running such a pod (drain.Helper's local-storage
+    filter), so no node would ever upgrade.
+    """
+    return {
+        "autoUpgrade": True,
+        "maxParallelUpgrades": 1,
+        "maxUnavailable": 1,
+        "waitForCompletion": {"podSelector": driver_upgrade_wait_selector(kueue),
+                              "timeoutSeconds": DRIVER_UPGRADE_WAIT_TIMEOUT_SECONDS},
+        "gpuPodDeletion": {"force": False, "timeoutSeconds": GPU_POD_EVICTION_TIMEOUT_SECONDS, "deleteEmptyDir": True},
+        "drain": {"enable": True, "force": False, "timeoutSeconds": DRAIN_TIMEOUT_SECONDS, "deleteEmptyDir": True},
+    }
+
+
 def gpu_operator_values(
     cloud: str,
     pools: Sequence[GpuPool],
@@ -159,6 +214,7 @@ def gpu_operator_values(
     sharing_checksum: Optional[str] = None,
     mig_strategy: str = "single",
     driver_preinstalled: Optional[bool] = None,
+    kueue: bool = True,
 ) -> dict:
     """Values of the ``gpu-operator`` chart.
 
@@ -166,6 +222,10 @@ def gpu_operator_values(
     into ``daemonsets.annotations`` (the chart's only pod-annotation key, copied onto every operand pod template
     by ``applyCommonDaemonsetMetadata``), so a changed config rolls the device plugin and GFD that read it.
     The driver DaemonSet is ``OnDelete`` by design and is not restarted by it.
+
+    Where the operator installs the driver it also upgrades it (`driver_upgrade_policy`; ``kueue``: the cluster runs
+    Kueue, which picks the pods the upgrade waits for). Where the node image or the cloud owns the driver there is
+    nothing for the operator to upgrade and no policy is set.
     """
     preset = host_preset(cloud, driver_preinstalled)
     tolerations = all_pool_tolerations(pools)
@@ -180,6 +240,8 @@ def gpu_operator_values(
         # nvidia.com/gpu that never comes (gpu-operator#2550). Mixed clusters keep it, off per node by label.
         device_plugin["enabled"] = False
     driver: dict = {"enabled": preset.driver}
+    if preset.driver:
+        driver["upgradePolicy"] = driver_upgrade_policy(kueue)
     if dra and preset.driver:
         # NVIDIA's DRA guide: the driver manager evicts the pods that select this label before it upgrades the driver.
         driver["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION",

@@ -236,7 +236,10 @@ def pod_template(plan: TrainingPlan, priority_class: str, workload: str = NAME) 
         f"/scripts/{training_script.FILE_NAME}",
     ]
     tmp_volume, tmp_mount = pod_security.writable_dir("tmp", pod_security.TMP_PATH, TMP_SIZE)
-    template_metadata: dict = {"labels": {**plan.pod_labels, **_pod_labels(plan)}}
+    # The driver-upgrade label: on a cluster without Kueue, the GPU Operator waits for the ranks to finish before it
+    # upgrades their nodes' driver (`nvidia_values.driver_upgrade_wait_selector`); with Kueue, Kueue's own label does.
+    template_metadata: dict = {"labels": {**plan.pod_labels, **_pod_labels(plan),
+                                          labels.DRIVER_UPGRADE_LABEL: labels.DRIVER_UPGRADE_WAIT}}
     if annotations:
         template_metadata["annotations"] = annotations
     # Off nodes that failed their last active health check (`health_placement`), within one clique if need be.

@@ -246,6 +246,9 @@ def karpenter_from_config(name: str, config: PlatformConfig, handle: ClusterHand
     """Karpenter for a stack: the pools' Karpenter shares that the EKS layer set aside (``karpenter_pools`` in
     the handle's outputs), on the stack's AWS provider."""
     out = handle.outputs
+    # Only a window the stack names (the component's default is the same DEFAULT_WINDOW; it refuses a window no
+    # pool uses, as the stack parser does).
+    window = {"maintenance_window": window_as_args(config.maintenance)} if config.maintenance.given else {}
     return KarpenterAutoscaler(f"{name}-karpenter", KarpenterAutoscalerArgs(
         cluster_name=handle.cluster_name,
         cluster_endpoint=out["endpoint"],
@@ -256,6 +259,6 @@ def karpenter_from_config(name: str, config: PlatformConfig, handle: ClusterHand
         system_nodes=config.cluster_options.system_nodes,
         node_pools=list(out["karpenter_pools"]),
         consolidate_after_minutes=config.autoscaling.scale_down_unneeded_minutes,
-        maintenance_window=window_as_args(config.maintenance),
         tags=dict(out.get("tags", {})),
+        **window,  # type: ignore[typeddict-item]
     ), opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"aws": out["aws_provider"]})))

@@ -11,7 +11,7 @@ for the Kubernetes version (or a given image), taints through kubelet ``--regist
 ``oci.core.ComputeCluster`` in one availability domain that the nodes join for the RoCEv2 cluster network.
 """
 
-from typing import Optional, TypedDict
+from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -21,15 +21,18 @@ from typing_extensions import Required
 from ... import catalog, labels
 from ...component_args import Args
 from ...config import PlatformConfig
+from ...errors import ConfigError
 from ...kube.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
+from ...upgrades.pool_upgrade import PoolUpgrade, PoolUpgradeArgs, stack_key, upgrade_from_args
 from ..handle import ClusterHandle
 from . import cloud_init as oci_cloud_init
 from . import contract
 from . import images as oci_images
 from . import network as oci_network
 from . import rdma as oci_rdma
+from . import upgrade as oci_upgrade
 from .iam import secrets_key_statement
 from .options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, pool_args
 from .storage import file_system_ad_number, storage_from_config
@@ -316,6 +319,12 @@ class OkeGpuNodePoolArgs(TypedDict, total=False):
     whose GPU memory clusters (the racks' NVLink domains) are set up outside OKE."""
     disable_oke_device_plugin: bool
     """Label nodes so OKE's own NVIDIA device plugin stays off (the GPU Operator or our plugin runs). Default false."""
+    upgrade: PoolUpgradeArgs
+    """How a changed image or Kubernetes version (a ``pulumi up``: OKE never cycles a pool on its own) replaces the
+    nodes: ``max_surge`` / ``max_unavailable`` (``nodePoolCyclingDetails``, cycling on; defaults by role: training
+    ``"0"`` / ``"1"``, otherwise ``"1"`` / ``"0"``) and ``drain_timeout_minutes`` (``evictionGraceDuration``, at most
+    60; OKE's default 60). Training pools never force-delete a node whose pods could not be evicted. ``automatic``,
+    ``soak_minutes`` and ``blue-green`` are refused."""
 
 
 class OkeGpuNodePool(pulumi.ComponentResource):
@@ -331,8 +340,10 @@ class OkeGpuNodePool(pulumi.ComponentResource):
         checker = Args("OkeGpuNodePool", name, cloud="oci")
         args = checker.check(args, OkeGpuNodePoolArgs, contract.POOL_RULES)  # type: ignore[assignment]
         contract.check_pool(checker, args)
+        upgrade = _checked_upgrade(checker, args.get("upgrade"))
         super().__init__("gpuplatform:index:OkeGpuNodePool", name, {}, opts)
         pool = GpuPool.from_spec(args["pool"])
+        upgrade = upgrade.resolved(pool.role)
         rdma = pool.rdma_fabric == catalog.ROCE
         preemptible = pool.spot
         reservation = pool.reservation if pool.provisioning == RESERVATION else None
@@ -396,6 +407,8 @@ class OkeGpuNodePool(pulumi.ComponentResource):
             node_config_details=node_config,
             initial_node_labels=node_labels(pool, args.get("disable_oke_device_plugin", False)),
             node_metadata={"user_data": oci_cloud_init.user_data(script)},
+            node_pool_cycling_details=oci_upgrade.cycling_details(upgrade),
+            node_eviction_node_pool_settings=oci_upgrade.eviction_settings(upgrade, pool.role),
             opts=child_opts(self, opts, ignore_changes=ignore),
         )
         self.node_pool_id = self.node_pool.id
@@ -403,6 +416,19 @@ class OkeGpuNodePool(pulumi.ComponentResource):
         self.compute_cluster_id = pulumi.Output.from_input(compute_cluster_id)
         self.register_outputs({"node_pool_id": self.node_pool_id, "image_id": self.image_id,
                                "compute_cluster_id": self.compute_cluster_id})
+
+
+def _checked_upgrade(checker: Args, value: Any) -> PoolUpgrade:
+    """The ``upgrade`` argument parsed and checked against what OKE honours (`oci_upgrade.refuse`), its errors
+    naming the argument (``upgrade.max_surge``)."""
+    try:
+        upgrade = upgrade_from_args(value, "upgrade")
+        oci_upgrade.refuse(upgrade, "upgrade")
+    except ConfigError as err:
+        arguments = {stack_key(field): field for field in PoolUpgradeArgs.__annotations__}
+        key = err.path.rsplit(".", 1)[-1]
+        checker.fail(f"upgrade.{arguments.get(key, key)}", err.problem)
+    return upgrade
 
 
 # ---------------------------------------------------------------------------------------------------------

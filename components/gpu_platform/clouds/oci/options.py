@@ -47,6 +47,7 @@ from typing import Any, Optional
 from ... import catalog, control_plane, provisioning
 from ...config import ConfigError, join, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
+from . import upgrade as oci_upgrade
 from .network import SERVICES_CIDR
 from .storage_options import check_storage as check_storage  # the stack parser's OCI ``storage`` rules
 
@@ -225,6 +226,9 @@ def ocid_problem(value: str, kind: str) -> Optional[str]:
 
 
 def parse_cluster_options(raw: Mapping, config: Any) -> OciClusterOptions:
+    if config.maintenance.given:
+        raise ConfigError("maintenance.window", "OKE has no maintenance window: it never upgrades a cluster or cycles "
+                                                "a node pool on its own (only a pulumi up does)")
     vcn_id = read_ocid(raw, "vcnId", "", "vcn")
     subnets = {key: read_ocid(raw, key, "", "subnet") for key in SUBNET_KEYS}
     if vcn_id is not None:
@@ -271,6 +275,7 @@ def is_bare_metal(shape_name: str) -> bool:
 
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> OciPoolOptions:
+    oci_upgrade.refuse(pool.upgrade, join(path, "upgrade"))
     image_id = read_ocid(raw, "imageId", path, "image")
     architecture = shape.architecture if shape is not None else catalog.AMD64
     missing_image = image_problem(pool.gpu_model, architecture, pool.instance_type)
@@ -323,4 +328,6 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "zones": list(options.availability_domains) or None,
     }
     args.update({k: v for k, v in optional.items() if v is not None})
+    if pool_config.upgrade.given:
+        args["upgrade"] = pool_config.upgrade.as_args()
     return args
