@@ -214,11 +214,18 @@ def test_node_problem_detector_runs_on_the_nvidia_and_amd_pools_with_the_platfor
 def test_one_check_per_pool_a_pod_can_take_whole():
     rec = build()
     assert sorted(r.name for r in rec.of_type("kubernetes:batch/v1:CronJob")) == [
-        "health-check-h100", "health-check-l4", "health-check-mi300x"]  # not the MIG pool
+        "health-check-h100", "health-check-l4", "health-check-mi300x", "health-dispatcher"]  # not the MIG pool
     cron = rec.one("kubernetes:batch/v1:CronJob", "health-check-h100").inputs["spec"]
-    assert (cron["schedule"], cron["concurrencyPolicy"], cron["startingDeadlineSeconds"]) == ("0 */6 * * *",
-                                                                                              "Forbid", 1800)
+    # A template the dispatcher binds to idle nodes: suspended, it never creates a Job by itself.
+    assert (cron["schedule"], cron["suspend"]) == ("0 */6 * * *", True)
+    assert "concurrencyPolicy" not in cron and "startingDeadlineSeconds" not in cron
     assert cron["jobTemplate"]["spec"]["activeDeadlineSeconds"] == 3600
+    dispatcher = rec.one("kubernetes:batch/v1:CronJob", "health-dispatcher").inputs["spec"]
+    assert (dispatcher["schedule"], dispatcher["concurrencyPolicy"], dispatcher["startingDeadlineSeconds"]) == (
+        "0 */6 * * *", "Forbid", 1800)
+    assert dispatcher["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "health-dispatch", "--namespace", "gpu-health", "--template", "gpu-health-check-h100=1",
+        "--template", "gpu-health-check-l4=1", "--template", "gpu-health-check-mi300x=1"]
     h100 = cron_pod(rec, "h100")
     assert [c["name"] for c in h100["initContainers"]] == ["dcgm-diag", "all-reduce"]
     dcgm, all_reduce = h100["initContainers"]
@@ -256,10 +263,13 @@ def test_one_check_per_pool_a_pod_can_take_whole():
     ({"dcgm_diag_level": 3}, ("spec", "jobTemplate", "spec", "activeDeadlineSeconds"), 3 * 3600),
 ])
 def test_check_settings_reach_the_cron_job(args, path, expected):
-    value = build(**args).one("kubernetes:batch/v1:CronJob", "health-check-h100").inputs
+    rec = build(**args)
+    value = rec.one("kubernetes:batch/v1:CronJob", "health-check-h100").inputs
     for key in path:
         value = value[key]
     assert value == expected
+    if path == ("spec", "schedule"):  # the dispatcher runs on the schedule
+        assert rec.one("kubernetes:batch/v1:CronJob", "health-dispatcher").inputs["spec"]["schedule"] == expected
 
 
 def test_no_all_reduce_when_turned_off_and_no_checks_at_all_when_off():
@@ -268,9 +278,9 @@ def test_no_all_reduce_when_turned_off_and_no_checks_at_all_when_off():
     # reporter would fail healthy nodes for want of results, so it gets no CronJob at all.
     one_gpu_amd = GpuPool("mi-1", "existing", "", "mi300x", 1, 192, 0, 2)
     assert sorted(r.name for r in build(all_reduce=False).of_type("kubernetes:batch/v1:CronJob")) == [
-        "health-check-h100", "health-check-l4"]
+        "health-check-h100", "health-check-l4", "health-dispatcher"]
     assert [r.name for r in build(pools=(L4, one_gpu_amd)).of_type("kubernetes:batch/v1:CronJob")] == [
-        "health-check-l4"]
+        "health-check-l4", "health-dispatcher"]
     rec = build(active_checks=False)
     assert rec.of_type("kubernetes:batch/v1:CronJob") == []
     policy = json.loads(rec.one("kubernetes:core/v1:ConfigMap", "health-remediation-config").inputs["data"][

@@ -160,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    description=reporter.__doc__.splitlines()[0])
     reporter.build_parser(health_report)
     health_report.set_defaults(func=reporter.run)
+    from .health import dispatch
+
+    health_dispatch = sub.add_parser("health-dispatch", help="bind each pool's active health check to its idle nodes "
+                                                             "(one Job per node, nodeName set): no check is ever "
+                                                             "pending for an autoscaler",
+                                     description=dispatch.__doc__.splitlines()[0])
+    dispatch.build_parser(health_dispatch)
+    health_dispatch.set_defaults(func=dispatch.run)
     from .health import verify_live
 
     verify = sub.add_parser("verify", help="conformance run against the live cluster of a stack: nodes, GPU software, "

@@ -3,10 +3,11 @@ remediation that cannot cascade (dry-run by default), their alerts and dashboard
 
 What it deploys (bodies decided in `health_objects`, whose docstring gives the reasons): the ``gpu-health``
 namespace; node-problem-detector on the NVIDIA and AMD pools with the platform's XID and RDMA rules
-(`health_catalog`); a CronJob per NVIDIA or AMD pool running DCGM diagnostics and a single-node all-reduce on an
-idle node, then ``gpu-platform health-report``; the remediation controller ``gpu-platform remediate`` with its
-policy and least-privilege RBAC; NetworkPolicies; with monitoring, a PodMonitor, a ServiceMonitor, the node-health
-PrometheusRule (`health_monitoring`) and its Grafana dashboard.
+(`health_catalog`); per NVIDIA or AMD pool a check template (DCGM diagnostics and a single-node all-reduce, then
+``gpu-platform health-report``) that the dispatcher CronJob (``gpu-platform health-dispatch``) binds to the pool's
+idle nodes, so no check pod is ever pending for an autoscaler to provision for; the remediation controller
+``gpu-platform remediate`` with its policy and least-privilege RBAC; NetworkPolicies; with monitoring, a PodMonitor, a
+ServiceMonitor, the node-health PrometheusRule (`health_monitoring`) and its Grafana dashboard.
 
 Ordering: with ``monitoring_namespace``, make the component depend on the monitoring release (the Prometheus
 Operator CRDs); `build_health_layer` does.
@@ -165,7 +166,8 @@ class GpuHealth(pulumi.ComponentResource):
     """node-problem-detector, active checks and the remediation controller (see the module docstring).
 
     Attributes: ``spec`` (the decided `HealthSpec`), ``namespace``, ``remediation`` (the controller's Deployment),
-    ``checks`` (the CronJobs by pool name), ``detector`` (the DaemonSet or None).
+    ``checks`` (the check templates, suspended CronJobs, by pool name), ``dispatcher`` (the CronJob that binds them to
+    idle nodes, or None), ``detector`` (the DaemonSet or None).
     """
 
     namespace: str
@@ -196,6 +198,7 @@ class GpuHealth(pulumi.ComponentResource):
                                           child_opts(self, opts, depends_on=[ns, config, *before]))
 
         self.checks: dict[str, Any] = {}
+        self.dispatcher = None
         if spec.checked_pools:
             priority = register_body(k8s.scheduling.v1.PriorityClass, f"{name}-check-priority",
                                      objects.check_priority_class(), child_opts(self, opts))
@@ -208,6 +211,18 @@ class GpuHealth(pulumi.ComponentResource):
                 self.checks[pool.name] = register_body(
                     k8s.batch.v1.CronJob, f"{name}-check-{pool.name}", objects.check_cron_job(spec, pool),
                     child_opts(self, opts, depends_on=[ns, *before]))
+            # The dispatcher binds the (suspended) templates above to idle nodes, on the schedule.
+            dispatch = account("dispatcher", objects.DISPATCHER_NAME, objects.DISPATCH,
+                               objects.dispatcher_cluster_role())
+            role = register_body(k8s.rbac.v1.Role, f"{name}-dispatcher-ns-role", objects.dispatcher_role(spec), in_ns)
+            dispatch.append(register_body(
+                k8s.rbac.v1.RoleBinding, f"{name}-dispatcher-ns-binding",
+                objects.role_binding(objects.DISPATCHER_NAME, spec, objects.DISPATCH),
+                child_opts(self, opts, depends_on=[ns, role, *dispatch])))
+            self.dispatcher = register_body(k8s.batch.v1.CronJob, f"{name}-dispatcher",
+                                            objects.dispatcher_cron_job(spec),
+                                            child_opts(self, opts, depends_on=[ns, *dispatch,
+                                                                               *self.checks.values()]))
 
         before = account("remediation", objects.REMEDIATION_NAME, objects.REMEDIATION,
                          objects.remediation_cluster_role(spec))

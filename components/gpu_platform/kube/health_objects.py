@@ -7,11 +7,14 @@ Everything lives in one namespace (default ``gpu-health``, Pod Security ``privil
   system-log-monitor configuration (`health_catalog.npd_config`) only: the conditions and Events it sets are the
   ones `health_catalog` lists. Its ClusterRole is the one upstream binds (Kubernetes' ``system:node-problem-detector``
   bootstrap role): get nodes, patch nodes/status, write Events;
-- active (`check_cron_job`): one CronJob per checked pool. Its pod requests every accelerator of a node, so it is
-  scheduled only on an idle node, at a negative priority (`CHECK_PRIORITY`) that anything preempts and that
-  cluster-autoscaler does not scale up for (its ``--expendable-pods-priority-cutoff`` defaults to -10). The checks
-  run as init containers in order, each writing its output and exit code under ``/results`` and never failing the
-  pod; the last container, ``gpu-platform health-report``, reads them and labels the node;
+- active (`check_cron_job`, `dispatcher_cron_job`): per checked pool a check template, a CronJob kept suspended, whose
+  pod requests every accelerator of a node at a negative priority (`CHECK_PRIORITY`) that anything preempts. The
+  template never runs by itself: on the schedule, ``gpu-platform health-dispatch`` (`gpu_platform.health.dispatch`)
+  picks the pool's idle nodes and creates one Job per node from it with the pod's ``nodeName`` set. A bound pod
+  bypasses the scheduler, so it is never Unschedulable, the only pods Karpenter and Cluster Autoscaler provision for
+  (the dispatch module's docstring cites both): no check ever buys a node. The checks run as init containers in
+  order, each writing its output and exit code under ``/results`` and never failing the pod; the last container,
+  ``gpu-platform health-report``, reads them and labels the node;
 - remediation (`remediation_deployment`): ``gpu-platform remediate`` with the stack's policy (`remediation_policy`),
   RBAC with no write verb on nodes in dry-run (`remediation_rules`);
 - NetworkPolicies: everything denied but DNS and the API server for the three programs that call it, and
@@ -30,8 +33,16 @@ from .common import all_pool_tolerations, metadata
 NAMESPACE = "gpu-health"
 APP = "gpu-health"
 NPD, CHECK, REMEDIATION = "node-problem-detector", "health-check", "remediation"
+DISPATCH = "health-dispatch"
 NPD_NAME = "gpu-node-problem-detector"
 REPORTER_NAME = "gpu-health-reporter"
+DISPATCHER_NAME = "gpu-health-dispatch"
+DISPATCH_DEADLINE_SECONDS = 300
+"""The dispatcher lists nodes and pods and creates a few Jobs: seconds, or an API server in trouble."""
+CHECK_PERCENT_AT_ONCE = 10
+"""Most nodes of a pool under check at once, in percent of its maximum (at least one): a check holds an idle node for
+minutes to hours, and every workload preempts it, but a pool should not find most of its idle nodes busy with checks
+when a burst of work arrives."""
 REMEDIATION_NAME = "gpu-remediation"
 NPD_CONFIG_FILE = "gpu-monitor.json"
 NPD_CONFIG_DIR = "/etc/node-problem-detector"
@@ -48,14 +59,15 @@ CHECKS_DIR = "/checks"
 ALL_REDUCE_FILE = "allreduce.py"
 CHECK_PRIORITY_CLASS = "gpu-health-check"
 CHECK_PRIORITY = -100
-"""Below every workload (the default priority is 0) and below cluster-autoscaler's expendable cutoff (-10): a check
-waiting for an idle node never makes the autoscaler add one."""
+"""Below every workload (the default priority is 0): any pod that needs the node preempts a check. (Also below
+cluster-autoscaler's expendable cutoff, -10; the checks are bound to nodes by the dispatcher, so no autoscaler ever
+sees them pending.)"""
 API_SERVER_PORTS = (443, 6443)
 DIAG_DEADLINE_SECONDS = {1: 3600, 2: 3600, 3: 3 * 3600, 4: 6 * 3600}
 """``activeDeadlineSeconds`` of a check per DCGM diagnostic level: the diagnostic (seconds at 1, minutes at 2, about
 half an hour at 3, hours at 4) plus the pull of the training image, tens of GB, on a node that lacks it."""
 STARTING_DEADLINE_SECONDS = 1800
-"""A run the CronJob controller missed by more than this is skipped, not started late."""
+"""A dispatch the CronJob controller missed by more than this is skipped, not started late."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +278,11 @@ def check_name(pool: GpuPool) -> str:
     return f"gpu-health-check-{pool.name}"
 
 
+def max_checks_at_once(pool: GpuPool) -> int:
+    """Most nodes of ``pool`` under check at once: `CHECK_PERCENT_AT_ONCE` of its maximum, at least one."""
+    return max(1, pool.max_nodes * CHECK_PERCENT_AT_ONCE // 100)
+
+
 def check_cron_job(spec: HealthSpec, pool: GpuPool) -> dict[str, Any]:
     gpus = {pool.resource: pool.schedulable_gpus_per_node}
     tmp_volume, tmp_mount = pod_security.writable_dir("tmp", pod_security.TMP_PATH, "1Gi")
@@ -319,11 +336,11 @@ def check_cron_job(spec: HealthSpec, pool: GpuPool) -> dict[str, Any]:
     return {
         "metadata": metadata(check_name(pool), spec.namespace, pod_labels),
         "spec": {
+            # A template only: suspended, the CronJob controller never creates a Job from it, so its pod never
+            # reaches the scheduler. The dispatcher (`dispatcher_cron_job`) runs it on the schedule, bound to idle
+            # nodes; `kubectl create job --from=cronjob/<name>` would run it unbound (through the scheduler).
             "schedule": spec.schedule,
-            "concurrencyPolicy": "Forbid",
-            "startingDeadlineSeconds": STARTING_DEADLINE_SECONDS,
-            "successfulJobsHistoryLimit": 3,
-            "failedJobsHistoryLimit": 3,
+            "suspend": True,
             "jobTemplate": {"spec": {
                 "backoffLimit": 0,
                 "activeDeadlineSeconds": DIAG_DEADLINE_SECONDS[spec.dcgm_diag_level],
@@ -333,6 +350,8 @@ def check_cron_job(spec: HealthSpec, pool: GpuPool) -> dict[str, Any]:
                     "automountServiceAccountToken": True,  # the reporter patches its node
                     "restartPolicy": "Never",
                     "priorityClassName": CHECK_PRIORITY_CLASS,
+                    # The dispatcher binds the pod (nodeName) to a node of the pool; the kubelet still checks the
+                    # selector when it admits the pod, so a pod bound to another pool's node fails instead of running.
                     "nodeSelector": dict(pool.selector),
                     # A quarantined node is cordoned and tainted: the check must reach it to release it.
                     "tolerations": [*pool.tolerations, quarantine_toleration(),
@@ -344,6 +363,74 @@ def check_cron_job(spec: HealthSpec, pool: GpuPool) -> dict[str, Any]:
                     "initContainers": init,
                     "containers": [reporter],
                     "volumes": volumes,
+                }},
+            }},
+        },
+    }
+
+
+def dispatcher_cluster_role() -> dict[str, Any]:
+    """``gpu-platform health-dispatch`` lists the nodes and the active pods of every namespace (which nodes are idle;
+    the pool's checks in flight). Nothing else cluster-wide."""
+    return {"metadata": metadata(DISPATCHER_NAME, None, app_labels(DISPATCH)),
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+                      {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}
+
+
+def dispatcher_role(spec: HealthSpec) -> dict[str, Any]:
+    """In the health namespace only: read the pools' check templates, create the check Jobs."""
+    return {"metadata": metadata(DISPATCHER_NAME, spec.namespace, app_labels(DISPATCH)),
+            "rules": [{"apiGroups": ["batch"], "resources": ["cronjobs"], "verbs": ["get"],
+                       "resourceNames": sorted(check_name(p) for p in spec.checked_pools)},
+                      {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]}]}
+
+
+def role_binding(name: str, spec: HealthSpec, component: str) -> dict[str, Any]:
+    return {"metadata": metadata(name, spec.namespace, app_labels(component)),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": spec.namespace}]}
+
+
+def dispatcher_args(spec: HealthSpec) -> list[str]:
+    """The contract with ``gpu-platform health-dispatch``: the namespace, each pool's template and how many of its
+    nodes may be under check at once."""
+    return ["health-dispatch", "--namespace", spec.namespace,
+            *[arg for pool in spec.checked_pools
+              for arg in ("--template", f"{check_name(pool)}={max_checks_at_once(pool)}")]]
+
+
+def dispatcher_cron_job(spec: HealthSpec) -> dict[str, Any]:
+    """The scheduled dispatcher: a CPU-only pod (no GPU toleration, so never on a GPU node) that binds each pool's
+    check to the pool's idle nodes."""
+    pod_labels = app_labels(DISPATCH)
+    tmp_volume, tmp_mount = pod_security.writable_dir("tmp", pod_security.TMP_PATH, "64Mi")
+    return {
+        "metadata": metadata(DISPATCHER_NAME, spec.namespace, pod_labels),
+        "spec": {
+            "schedule": spec.schedule,
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": STARTING_DEADLINE_SECONDS,
+            "successfulJobsHistoryLimit": 3,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {"spec": {
+                "backoffLimit": 2,
+                "activeDeadlineSeconds": DISPATCH_DEADLINE_SECONDS,
+                "ttlSecondsAfterFinished": 86400,
+                "template": {"metadata": {"labels": pod_labels}, "spec": {
+                    "serviceAccountName": DISPATCHER_NAME,
+                    "automountServiceAccountToken": True,  # it lists nodes and pods and creates Jobs
+                    "restartPolicy": "Never",
+                    "securityContext": pod_security.pod_security_context(),
+                    "containers": [{
+                        "name": "dispatch",
+                        "image": spec.platform_image,
+                        "args": dispatcher_args(spec),
+                        "env": [{"name": "HOME", "value": pod_security.TMP_PATH}],
+                        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                        "securityContext": pod_security.container_security_context(),
+                        "volumeMounts": [tmp_mount],
+                    }],
+                    "volumes": [tmp_volume],
                 }},
             }},
         },
@@ -467,9 +554,11 @@ def npd_pod_monitor(spec: HealthSpec) -> dict[str, Any]:
 
 def network_policies(spec: HealthSpec) -> list[dict[str, Any]]:
     """Default deny both ways; DNS and the API server for the programs that call it (node-problem-detector, the
-    reporter, the controller; the checks themselves use only the pod's loopback); Prometheus' scrapes."""
+    reporter, the dispatcher, the controller; the checks themselves use only the pod's loopback); Prometheus'
+    scrapes."""
+    components = (NPD, CHECK, REMEDIATION, *((DISPATCH,) if spec.checked_pools else ()))
     callers = {"matchExpressions": [{"key": labels.APP_COMPONENT_LABEL, "operator": "In",
-                                     "values": sorted((NPD, CHECK, REMEDIATION))}]}
+                                     "values": sorted(components)}]}
     dns = {"to": [monitoring_policies.namespace_peer("kube-system")],
            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
 
