@@ -217,6 +217,13 @@ def refuse_unsupported(upgrade: PoolUpgrade, path: str, supported: Mapping[str, 
                                               f"not {upgrade.strategy}")
 
 
+def argument_path(path: str) -> str:
+    """A refusal's path in stack keys (``upgrade.maxSurge``) as the component argument's (``upgrade.max_surge``), so
+    a cloud's checks written for the stack serve its components too."""
+    head, _, key = path.rpartition(".")
+    return f"{head}.{_KEYS[key]}" if key in _KEYS else path
+
+
 def stack_key(field: str) -> str:
     """The stack key of a `PoolUpgrade` field (``max_surge`` -> ``maxSurge``)."""
     return {f: k for k, f in _KEYS.items()}[field]

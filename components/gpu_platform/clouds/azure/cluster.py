@@ -58,6 +58,8 @@ from ...config import PlatformConfig
 from ...kube.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
+from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args
+from ...upgrades.pool_upgrade import PoolUpgradeArgs, upgrade_from_args
 from ..autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
 from ..handle import ClusterHandle
 from . import contract
@@ -80,6 +82,14 @@ from .specs import (
     system_pool_profile,
 )
 from .storage import storage_from_config
+from .upgrade import (
+    AUTO_UPGRADE_SCHEDULE,
+    AUTOMATIC_DEFAULT,
+    NODE_OS_UPGRADE_SCHEDULE,
+    auto_upgrade_profile,
+    maintenance_window,
+    upgrade_settings,
+)
 
 NETWORK_CONTRIBUTOR_ROLE = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 """Built-in role the control-plane identity needs on the node subnet (join VMSS NICs, internal load balancers)."""
@@ -136,6 +146,12 @@ class AksGpuNodePoolArgs(TypedDict, total=False):
     """Pool Kubernetes version (``1.34``). Default: the control plane's."""
     initial_nodes: int
     """Nodes at creation. Default: the pool's min nodes; afterwards the cluster autoscaler owns the count."""
+    upgrade: PoolUpgradeArgs
+    """How AKS upgrades the pool (``upgrade_settings``): ``max_surge`` / ``max_unavailable`` (a count or a
+    percentage; training pools 0 / 1, others 1 / 0), ``drain_timeout_minutes`` (1-1440, AKS default 30),
+    ``soak_minutes`` (0-30, AKS default 0). ``strategy: blue-green`` and ``automatic: never`` are refused: AKS has no
+    blue-green pool upgrade and no per-pool opt-out; its pools are upgraded automatically only inside the cluster's
+    ``maintenance_window`` (docs/upgrades.md)."""
 
 
 class AksGpuNodePool(pulumi.ComponentResource):
@@ -171,6 +187,8 @@ class AksGpuNodePool(pulumi.ComponentResource):
             resource_name_=args["cluster_name"],
             **properties,
             **optional,
+            upgrade_settings=upgrade_settings(
+                upgrade_from_args(args.get("upgrade"), "upgrade").resolved(self.pool.role, AUTOMATIC_DEFAULT)),
             opts=child_opts(
                 self, opts,
                 # The cluster autoscaler owns the node count once the pool exists.
@@ -247,6 +265,11 @@ class AksClusterArgs(TypedDict, total=False):
     admin_group_object_ids: list[str]
     """Entra ID group object IDs whose members are cluster-admin. Default: none (Azure RBAC role assignments
     only)."""
+    maintenance_window: MaintenanceWindowArgs
+    """When AKS may upgrade on its own: ``days`` (one week day, or all seven), ``start`` (``HH:MM`` UTC), ``hours``
+    (4-24). Default: Saturdays 00:00 UTC for 12 hours. Both ``aksManagedAutoUpgradeSchedule`` (patch versions,
+    ``upgrade_channel: patch``) and ``aksManagedNodeOSUpgradeSchedule`` (node images, ``node_os_upgrade_channel:
+    NodeImage``) take it, so no node is upgraded by AKS outside it."""
     blob_csi_driver: bool
     """Turn on AKS's managed Blob CSI driver (``storage_profile.blob_csi_driver``; blobfuse2 mounts of blob
     containers). Default: false (AKS's default)."""
@@ -343,6 +366,8 @@ class AksCluster(pulumi.ComponentResource):
             # No static admin/user certificates: every access is an Entra ID identity, audited and revocable.
             disable_local_accounts=True,
             api_server_access_profile=api_server_access_profile(args.get("api_allowed_cidrs", [])),
+            # Patches and node images stay current, the minor stays Pulumi's; both only in the window below.
+            auto_upgrade_profile=auto_upgrade_profile(),
             **({"storage_profile": {"blob_csi_driver": {"enabled": True}}} if args.get("blob_csi_driver") else {}),
             tags=tags,
             **cluster_identity_profiles(self.identity.id, kms),
@@ -358,6 +383,16 @@ class AksCluster(pulumi.ComponentResource):
         self.cluster_name = self.managed_cluster.name
         self.oidc_issuer_url = self.managed_cluster.oidc_issuer_profile.apply(
             lambda profile: (profile or {}).get("issuer_url") or "")
+
+        # The schedules AKS reads for the two auto-upgrade channels: nothing is upgraded by AKS outside the window.
+        window = maintenance_window(parse_window(args.get("maintenance_window"), "maintenance_window"))
+        self.maintenance_configurations: dict[str, containerservice.MaintenanceConfiguration] = {
+            config_name: containerservice.MaintenanceConfiguration(
+                f"{name}-{suffix}", resource_group_name=group_name, resource_name_=self.managed_cluster.name,
+                config_name=config_name, maintenance_window=window, opts=child_opts(self, opts))
+            for config_name, suffix in ((AUTO_UPGRADE_SCHEDULE, "auto-upgrade-schedule"),
+                                        (NODE_OS_UPGRADE_SCHEDULE, "node-os-upgrade-schedule"))
+        }
 
         pools = [aks_pool(GpuPool.from_spec(p["pool"])) for p in args.get("gpu_pools", [])]
         self.infiniband_feature = None
@@ -505,6 +540,7 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         auto_scaler_profile=aks_auto_scaler_profile(GpuScalingProfile(
             config.autoscaling.scale_down_unneeded_minutes, config.autoscaling.max_node_provision_minutes)),
         tags={"gpu-platform-stack": config.stack},
+        maintenance_window=window_as_args(config.maintenance),
     )
     if options.vnet_subnet_id is None:  # the address ranges of a new VNet only
         cluster_args.update(vnet_address_space=options.vnet_address_space,

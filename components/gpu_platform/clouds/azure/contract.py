@@ -12,6 +12,8 @@ from ...config import ConfigError
 from ...errors import did_you_mean
 from ...provisioning import RESERVATION
 from ...upgrades import kubernetes_versions
+from ...upgrades.maintenance import parse_window
+from ...upgrades.pool_upgrade import argument_path, upgrade_from_args
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
 from .options import (
     AZURE_ZONES,
@@ -40,6 +42,7 @@ from .specs import (
     capacity_reservation_group_problem,
     gb_os_sku_problem,
 )
+from .upgrade import check_pool_upgrade, window_problem
 
 AUTO_SCALER_PROFILE_KEYS = (
     "balance_similar_node_groups", "daemonset_eviction_for_empty_nodes", "daemonset_eviction_for_occupied_nodes",
@@ -160,6 +163,11 @@ def check_pool_entry(checker: Args, args: Mapping[str, Any], path: str = "") -> 
         domain = key.split("/", 1)[0] if "/" in key else ""
         if domain in RESERVED_LABEL_DOMAINS or domain.endswith(".kubernetes.io"):
             checker.fail(f"{at}pool.labels.{key}", f"'{domain}/' is a prefix AKS reserves for its own node labels")
+    if args.get("upgrade") is not None:
+        try:
+            check_pool_upgrade(upgrade_from_args(args["upgrade"], f"{at}upgrade"), f"{at}upgrade")
+        except ConfigError as err:
+            checker.fail(argument_path(err.path), err.problem)
     spot_taint = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
     for i, taint in enumerate(pool.get("taints", [])):
         if taint.startswith("kubernetes.azure.com/") and taint != spot_taint:
@@ -208,6 +216,13 @@ def check_cluster(checker: Args, args: Mapping[str, Any]) -> None:
     if "register_infiniband_feature" in args and not infiniband:
         checker.fail("register_infiniband_feature", "only applies when a pool has an InfiniBand RDMA fabric "
                                                     "(rdma on Standard_ND96isr_H100_v5...)")
+    try:
+        window = parse_window(args.get("maintenance_window"), "maintenance_window")
+    except ConfigError as err:
+        checker.fail(err.path, err.problem)
+    problem_at = window_problem(window)
+    if problem_at is not None:
+        checker.fail(f"maintenance_window.{problem_at[0]}", problem_at[1])
     problem = authorized_ranges_problem(args.get("api_allowed_cidrs", []))
     if problem:
         checker.fail("api_allowed_cidrs", problem)

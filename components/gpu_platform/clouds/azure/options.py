@@ -55,6 +55,7 @@ from .specs import (
 )
 from .storage_options import check_stack_storage
 from .storage_options import check_storage as check_storage  # the stack parser's AKS ``storage`` rules
+from .upgrade import check_pool_upgrade, window_problem
 
 CLUSTER_KEYS = {
     "resourceGroupName", "clusterName", "vnetSubnetId", "vnetAddressSpace", "subnetAddressPrefix", "podCidr",
@@ -260,6 +261,9 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
         **networks,
     )
     _check_pools(raw, config, options)
+    problem = window_problem(config.maintenance)
+    if problem is not None:
+        raise ConfigError(join("maintenance.window", problem[0]), problem[1])
     check_stack_storage(config, options)
     return options
 
@@ -387,6 +391,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AzureP
         if zone not in AZURE_ZONES:
             raise ConfigError(join(join(path, "zones"), i), f"'{zone}' is not an Azure availability zone (1, 2, 3)")
     _check_labels_and_taints(pool, path)
+    check_pool_upgrade(pool.upgrade, join(path, "upgrade"))
     if pool.provisioning == provisioning.RESERVATION and capacity_reservation_group_problem(pool.reservation):
         raise ConfigError(join(path, "reservation"), capacity_reservation_group_problem(pool.reservation))
     disk = read_int(raw, "osDiskSizeGb", path, None, minimum=30)
@@ -413,6 +418,7 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "os_disk_size_gb": options.os_disk_size_gb,
         "initial_nodes": pool_config.desired_nodes,
         "availability_zones": list(pool_config.zones) or None,
+        "upgrade": pool_config.upgrade.as_args() or None,  # only what the entry wrote; roles give the rest
     }
     args.update({k: v for k, v in optional.items() if v is not None})
     return args

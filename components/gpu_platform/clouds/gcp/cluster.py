@@ -36,13 +36,17 @@ from typing_extensions import Required
 from ... import catalog, control_plane, provisioning
 from ...component_args import DNS_LABEL, Args, Rule, at_least, between, choice, matching, offered_kubernetes_version
 from ...config import PlatformConfig
+from ...errors import ConfigError
 from ...kube.common import child_opts, metadata
 from ...pools import GpuPool, GpuPoolSpec
+from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args
+from ...upgrades.pool_upgrade import PoolUpgradeArgs, argument_path, upgrade_from_args
 from ..autoscaler_profile import GKE_PROFILE, gke_cluster_autoscaling
 from ..handle import ClusterHandle
 from . import networks as gcp_networks
 from . import options as gcp_options
 from . import pools as gcp_pools
+from . import upgrade as gcp_upgrade
 from .storage import storage_from_config
 
 # ---------------------------------------------------------------------------------------------------------
@@ -144,6 +148,14 @@ class GkeGpuPoolArgs(TypedDict, total=False):
     """TPU machine types only: the slice topology (``2x2``, ``4x4``, ``2x2x1``), one the catalog lists for the machine
     type. A multi-host slice (more chips than one VM) gets COMPACT placement with this ``tpu_topology``, one zone,
     and a fixed size of chips / chips-per-VM nodes. Default: the machine type's single-host topology."""
+    upgrade: PoolUpgradeArgs
+    """How GKE upgrades the pool (``upgrade_settings``) and whether it may do so on its own. Surge (default) takes
+    node counts: training pools ``max_surge`` 0 / ``max_unavailable`` 1, others 1 / 0; ``strategy`` ``blue-green``
+    drains the old nodes in batches of ``max_unavailable`` (a count or a percentage; default 1 node) and soaks each
+    batch and the old pool for ``soak_minutes``. ``automatic``: ``never`` (training pools' default) adds the
+    cluster's ``NO_MINOR_OR_NODE_UPGRADES`` exclusion, which holds every pool of the cluster, so it is given on a
+    `GkeCluster` ``gpu_pools`` entry (a `GkeGpuNodePool` composed on its own refuses it). ``drain_timeout_minutes``
+    is refused (docs/upgrades.md)."""
 
 
 class GkeGpuNodePoolArgs(GkeGpuPoolArgs, total=False):
@@ -237,6 +249,12 @@ class GkeClusterArgs(TypedDict, total=False):
     off when the cluster has GPU NIC networks (multi-NIC needs every standard NIC in one VPC). Default: false."""
     gcs_fuse_csi_driver: bool
     """Turn on GKE's Cloud Storage FUSE CSI driver (``addons_config.gcs_fuse_csi_driver_config``). Default: false."""
+    maintenance_window: MaintenanceWindowArgs
+    """When GKE may upgrade the cluster on its own (``maintenance_policy.recurring_window``): ``days``, ``start``
+    (``HH:MM`` UTC), ``hours``. Default: Saturdays 00:00 UTC for 12 hours. GKE needs at least 48 hours of it in any
+    32 days. While a ``gpu_pools`` entry resolves to ``automatic: never`` (training pools by default), the cluster
+    also carries a ``NO_MINOR_OR_NODE_UPGRADES`` exclusion until the end of support of its minor: GKE then upgrades
+    no node on its own, in the window or out of it."""
     proxy_only_cidr: str
     """Range of the proxy-only subnet (purpose ``REGIONAL_MANAGED_PROXY``, role ``ACTIVE``) created in a new VPC with
     ``gateway_api``. Default: ``10.9.0.0/23``. Refused with ``network`` (a VPC has one per region: the given
@@ -496,6 +514,7 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
         checker.fail(at("desired_nodes"), f"must be between the pool's min_nodes ({pool.min_nodes}) and max_nodes "
                                           f"({pool.max_nodes}), got {desired}")
     _check_capacity(checker, args, at, pool)
+    _check_upgrade(checker, args, at, standalone)
     _check_tpu(checker, args, at, pool, location)
     if args.get("placement_policy_name") and args.get("compact_placement") is False:
         checker.fail(at("compact_placement"), "placement_policy_name is a compact placement policy; remove one")
@@ -529,6 +548,26 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
     if not standalone and nics and networks:
         checker.fail(at("additional_networks"), f"the cluster plans GPUDirect pool '{pool.name}''s NIC networks; "
                                                 "remove additional_networks")
+
+
+def _check_upgrade(checker: Args, args: dict, at: Any, standalone: bool) -> None:
+    """``upgrade``: the stack key's rules, then what GKE refuses (`gcp_upgrade.check_pool_upgrade`), with the
+    argument's snake_case paths. A pool composed on its own cannot hold node upgrades: GKE's exclusion is the
+    cluster's."""
+    if args.get("upgrade") is None:
+        return
+    try:
+        gcp_upgrade.check_pool_upgrade(upgrade_from_args(args["upgrade"], at("upgrade")), at("upgrade"))
+    except ConfigError as err:
+        checker.fail(argument_path(err.path), err.problem)
+    if standalone and "automatic" in args["upgrade"]:
+        checker.fail(at("upgrade.automatic"), "GKE holds node upgrades with the cluster's maintenance exclusion; give "
+                                              "automatic on the GkeCluster gpu_pools entry")
+
+
+def pool_upgrade(args: dict, pool: GpuPool) -> Any:
+    """The resolved `PoolUpgrade` of a checked pool entry (the role's defaults filled in)."""
+    return upgrade_from_args(args.get("upgrade"), "upgrade").resolved(pool.role)
 
 
 def _check_dra(checker: Args, args: dict, at: Any, pool: GpuPool) -> None:
@@ -678,12 +717,33 @@ def check_cluster_args(name: str, raw: Any) -> dict[str, Any]:
             checker.fail("gpu_network_cidr", f"'{args['gpu_network_cidr']}' is too small: GPU NIC subnets need a "
                                              f"/{GPU_NETWORK_PREFIX_MAX} or larger")
     _check_rdma_zone(checker, pools, zone or region)
+    _check_maintenance(checker, args, pools)
     if args.get("managed_dcgm"):
         for i, entry in enumerate(pools):
             if entry.get("disable_gke_device_plugin") or entry.get("gpu_driver_version") == gcp_options.DRIVER_DISABLED:
                 checker.fail("managed_dcgm", f"GKE's managed DCGM metrics need GKE's driver and device plugin; "
                                              f"gpu_pools[{i}] turns them off")
     return args
+
+
+def _check_maintenance(checker: Args, args: dict, pools: list[dict]) -> None:
+    """A ``maintenance_window`` GKE accepts and one ``automatic`` for the cluster's nodes
+    (`gcp_upgrade.cluster_automatic`)."""
+    try:
+        window = parse_window(args.get("maintenance_window"), "maintenance_window")
+        problem = gcp_upgrade.window_problem(window)
+        if problem is not None:
+            raise ConfigError("maintenance_window", problem)
+        cluster_automatic(pools)
+    except ConfigError as err:
+        checker.fail(err.path, err.problem)
+
+
+def cluster_automatic(pools: list[dict]) -> str:
+    """``window`` or ``never`` for the whole cluster, from its checked ``gpu_pools`` entries."""
+    return gcp_upgrade.cluster_automatic(
+        [(p["pool"]["name"], upgrade_from_args(p.get("upgrade"), "upgrade"), p["pool"].get("role", "general"))
+         for p in pools], lambda i: f"gpu_pools[{i}].upgrade.automatic")
 
 
 def _check_rdma_zone(checker: Args, pools: list[dict], location: str) -> None:
@@ -793,6 +853,10 @@ class GkeCluster(pulumi.ComponentResource):
             initial_node_count=1,
             node_config={"service_account": self.node_service_account, "oauth_scopes": gcp_pools.OAUTH_SCOPES},
             deletion_protection=_get(args, "deletion_protection", True),
+            # When GKE may upgrade on its own; the exclusion holds every node while a pool says never.
+            maintenance_policy=gcp_upgrade.maintenance_policy(
+                parse_window(args.get("maintenance_window"), "maintenance_window"),
+                cluster_automatic(list(args.get("gpu_pools") or []))),
             cluster_autoscaling={**gke_cluster_autoscaling(),
                                  "autoscaling_profile": _get(args, "autoscaling_profile", GKE_PROFILE)},
             # GKE's service agent must be able to use the key before a cluster is created with it
@@ -866,6 +930,9 @@ class GkeCluster(pulumi.ComponentResource):
             if attach:
                 pool = replace(pool, rdma_pod_annotations=tuple(sorted(gcp_networks.pod_annotations(attach).items())))
                 extra["additional_networks"] = self.attachments(attach)
+            if entry.get("upgrade") and "automatic" in entry["upgrade"]:
+                # The cluster's maintenance policy carries it (`cluster_automatic`); the pool has no such input.
+                extra["upgrade"] = {k: v for k, v in entry["upgrade"].items() if k != "automatic"}
             self.node_pools[pool.name] = GkeGpuNodePool(f"{name}-{pool.name}", GkeGpuNodePoolArgs(**{
                 "service_account": self.node_service_account,
                 **entry,
@@ -1096,6 +1163,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
                 pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", _default_zone_count(args))),
             autoscaling=gcp_pools.autoscaling(pool),
             management=gcp_pools.management(pool),
+            upgrade_settings=gcp_upgrade.upgrade_settings(pool_upgrade(args, pool)),
             queued_provisioning=gcp_pools.queued_provisioning(pool),
             placement_policy=placement_policy,
             network_config=network_config,
@@ -1236,6 +1304,7 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
         managed_dcgm=options.managed_dcgm,
         gpu_pools=gpu_pools,
         deletion_protection=options.deletion_protection,
+        maintenance_window=window_as_args(config.maintenance),
     )
     if options.network is None:  # a given subnetwork has its own ranges
         args.update(node_cidr=options.node_cidr, pod_cidr=options.pod_cidr, service_cidr=options.service_cidr)

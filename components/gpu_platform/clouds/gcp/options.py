@@ -61,6 +61,7 @@ from ...config import (
 )
 from ...control_plane import ControlPlaneSecurity
 from ...pools import DRA
+from . import upgrade as gcp_upgrade
 from .pools import DWS_MODES, FLEX_START_COMPACT_MACHINES, nvlink_topology
 from .storage_options import check_stack_storage
 from .storage_options import check_storage as check_storage  # the stack parser's GKE ``storage`` rules
@@ -488,8 +489,18 @@ def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
         raise ConfigError("managedDcgm", "GKE's managed DCGM metrics need GKE's driver and device plugin "
                                          f"(gpuSoftware 'cloud-managed'), not '{config.gpu_software}'")
     _check_pools(config, options)
+    _check_upgrades(config)
     check_stack_storage(config, zone)
     return options
+
+
+def _check_upgrades(config: Any) -> None:
+    """The maintenance window GKE accepts, and one ``automatic`` for the cluster's nodes (`gcp_upgrade`)."""
+    problem = gcp_upgrade.window_problem(config.maintenance)
+    if problem is not None:
+        raise ConfigError("maintenance.window", problem)
+    gcp_upgrade.cluster_automatic([(p.name, p.upgrade, p.role) for p in config.node_pools],
+                                  lambda i: join(join(join("nodePools", i), "upgrade"), "automatic"))
 
 
 def _check_pools(config: Any, cluster: GcpClusterOptions) -> None:
@@ -618,6 +629,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoo
     if policy is not None and compact is False:
         raise ConfigError(join(path, "compactPlacement"), "placementPolicyName is a compact placement policy")
     placed = policy is not None or (compact if compact is not None else pool.rdma or multi_node_nvlink(pool))
+    gcp_upgrade.check_pool_upgrade(pool.upgrade, join(path, "upgrade"))
     problem = capacity_problem(
         mode=pool.provisioning, instance_type=pool.instance_type, min_nodes=pool.min_nodes,
         max_nodes=pool.max_nodes, desired_nodes=pool.desired_nodes, affinity=affinity,
@@ -664,6 +676,7 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "disk_type": options.disk_type,
         "service_account": options.service_account,
         "tpu_topology": tpu_topology(pool_config),
+        "upgrade": pool_config.upgrade.as_args() or None,  # only what the entry wrote; roles give the rest
     }
     out.update({key: value for key, value in optional.items() if value is not None})
     return out
