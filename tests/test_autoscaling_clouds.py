@@ -88,7 +88,7 @@ def test_cluster_autoscaler_chart_values_exact(eks):
     assert release.inputs["values"] == {
         "cloudProvider": "aws", "awsRegion": "us-west-2", "autoDiscovery": {"clusterName": "aws-dev"},
         "rbac": {"serviceAccount": {"create": True, "name": "cluster-autoscaler"}},
-        "image": {"tag": "v1.34.0"}, "replicaCount": 1, "priorityClassName": "system-cluster-critical",
+        "image": {"tag": "v1.36.1"}, "replicaCount": 1, "priorityClassName": "system-cluster-critical",
         "nodeSelector": {"eks.amazonaws.com/nodegroup": "aws-dev-system"},
         "extraArgs": profile.cluster_autoscaler_flags(GPU_PROFILE),
     }
@@ -139,7 +139,7 @@ def test_eks_gpu_pools_scale_from_zero_with_node_template_tags_and_the_gpu_label
 
 def test_autoscaler_image_follows_the_kubernetes_minor():
     assert {v: image_tag(v) for v in versions.EKS_ADDONS} == {"1.33": "v1.33.1", "1.34": "v1.34.0",
-                                                              "1.35": "v1.35.0"}
+                                                              "1.35": "v1.35.0", "1.36": "v1.36.1"}
     with pytest.raises(ValueError, match="no cluster-autoscaler pinned for Kubernetes 1.30"):
         image_tag("1.30")
 

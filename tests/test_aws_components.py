@@ -173,7 +173,7 @@ def dev():
 def test_cluster_inputs(dev):
     rec, _ = dev
     cluster = rec.one("aws:eks/cluster:Cluster", "gpu-eks").inputs
-    assert cluster["name"] == "gpu" and cluster["version"] == "1.34"
+    assert cluster["name"] == "gpu" and cluster["version"] == "1.36"
     assert cluster["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}
     assert cluster["bootstrapSelfManagedAddons"] is False
     assert cluster["vpcConfig"]["subnetIds"] == [f"subnet-gpu-{kind}-us-west-2{z}" for kind in ("private", "public")
@@ -201,7 +201,7 @@ def test_new_vpc_subnets_per_zone(dev):
 def test_addons_pinned_and_ordered(dev):
     rec, _ = dev
     addons = {r.inputs["addonName"]: r for r in rec.of_type("aws:eks/addon:Addon")}
-    assert {n: a.inputs["addonVersion"] for n, a in addons.items()} == versions.EKS_ADDONS["1.34"]
+    assert {n: a.inputs["addonVersion"] for n, a in addons.items()} == versions.EKS_ADDONS["1.36"]
     system = rec.one(NODE_GROUP, "gpu-system")
     assert system.urn in addons["coredns"].dependencies
     assert addons["vpc-cni"].urn in system.dependencies

@@ -93,7 +93,7 @@ def test_cluster_is_vpc_native_dataplane_v2_workload_identity_with_dcgm(l4_time_
                                              "servicesSecondaryRangeName": "services"}
     assert cluster["workloadIdentityConfig"] == {"workloadPool": "gpu-dev-1.svc.id.goog"}
     assert cluster["releaseChannel"] == {"channel": "REGULAR"}
-    assert cluster["minMasterVersion"] == "1.34"
+    assert cluster["minMasterVersion"] == "1.36"
     assert cluster["removeDefaultNodePool"] is True
     # No apiAllowedCidrs: no public endpoint (tests/test_gcp_security.py has the rest of the control plane).
     assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}

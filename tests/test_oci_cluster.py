@@ -57,9 +57,9 @@ def test_inference_pool_gets_the_shape_the_looked_up_gpu_image_and_its_size(dev)
     inputs = node_pool(rec, "a10-infer").inputs
     assert inputs["nodeShape"] == "VM.GPU.A10.1"
     assert inputs["name"] == "a10-infer"
-    assert inputs["kubernetesVersion"] == "v1.34.2"
-    # Newest x86_64 GPU image OKE lists for v1.34.2 (the Oracle Linux 9 build of 2026.10.01 in the mock).
-    assert inputs["nodeSourceDetails"] == {"sourceType": "IMAGE", "imageId": "ocid1.image.oc1.iad.ol9-gpu-1-34-2",
+    assert inputs["kubernetesVersion"] == "v1.36.1"
+    # Newest x86_64 GPU image OKE lists for v1.36.1 (the Oracle Linux 9 build of 2026.10.01 in the mock).
+    assert inputs["nodeSourceDetails"] == {"sourceType": "IMAGE", "imageId": "ocid1.image.oc1.iad.ol9-gpu-1-36-1",
                                            "bootVolumeSizeInGbs": "256"}
     details = inputs["nodeConfigDetails"]
     assert details["size"] == 1
@@ -138,7 +138,7 @@ def test_enhanced_cluster_with_vcn_native_pods_and_a_secret_kubeconfig(dev):
     cluster = rec.one("oci:ContainerEngine/cluster:Cluster", "oci-test-oke")
     assert cluster.inputs == {
         "compartmentId": COMPARTMENT,
-        "kubernetesVersion": "v1.34.2",
+        "kubernetesVersion": "v1.36.1",
         "name": "oci-test",
         "vcnId": "ocid1.vcn.oc1.iad.oci-test-network-vcn",
         "type": "ENHANCED_CLUSTER",
@@ -152,7 +152,7 @@ def test_enhanced_cluster_with_vcn_native_pods_and_a_secret_kubeconfig(dev):
     provider = rec.one("pulumi:providers:kubernetes", "oci-test-k8s")
     assert provider.inputs["kubeconfig"] == "[secret]"
     assert json.loads(captured["kubeconfig"])["current-context"] == "ocid1.cluster.oc1.iad.oci-test-oke"
-    assert captured["version"] == "v1.34.2"
+    assert captured["version"] == "v1.36.1"
 
 
 def test_every_oci_resource_goes_through_the_stack_region_provider(dev):
@@ -190,15 +190,15 @@ def test_existing_vcn_creates_no_network_and_uses_the_given_subnets():
     subnet = "ocid1.subnet.oc1.iad.aaaaaaaa{}"
     rec, _ = run_oci(dict(A10), vcnId="ocid1.vcn.oc1.iad.aaaaaaaavcn", endpointSubnetId=subnet.format("api"),
                      workerSubnetId=subnet.format("workers"), podSubnetId=subnet.format("pods"),
-                     loadBalancerSubnetId=subnet.format("lb"), kubernetesPatchVersion="v1.34.1")
+                     loadBalancerSubnetId=subnet.format("lb"), kubernetesPatchVersion="v1.36.1")
     assert not [r for r in rec if r.type.startswith("oci:Core/") or r.type == "gpuplatform:index:OkeVcn"]
     cluster = rec.one("oci:ContainerEngine/cluster:Cluster").inputs
-    assert (cluster["vcnId"], cluster["kubernetesVersion"]) == ("ocid1.vcn.oc1.iad.aaaaaaaavcn", "v1.34.1")
+    assert (cluster["vcnId"], cluster["kubernetesVersion"]) == ("ocid1.vcn.oc1.iad.aaaaaaaavcn", "v1.36.1")
     assert cluster["endpointConfig"] == {"subnetId": subnet.format("api"), "isPublicIpEnabled": False}
     details = rec.one(NODE_POOL).inputs["nodeConfigDetails"]
     assert details["placementConfigs"][0]["subnetId"] == subnet.format("workers")
     assert details["nodePoolPodNetworkOptionDetails"]["podSubnetIds"] == [subnet.format("pods")]
-    assert rec.one(NODE_POOL).inputs["nodeSourceDetails"]["imageId"] == "ocid1.image.oc1.iad.ol9-gpu-1-34-1"
+    assert rec.one(NODE_POOL).inputs["nodeSourceDetails"]["imageId"] == "ocid1.image.oc1.iad.ol9-gpu-1-36-1"
 
 
 def test_operator_disables_okes_device_plugin_and_spot_becomes_preemptible():

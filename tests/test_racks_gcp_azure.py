@@ -469,7 +469,7 @@ def test_gcp_a4x_reference_stack():
 def test_azure_gb200_reference_stack():
     config = stack_config("azure-gb200")
     assert (config.gpu_software, config.cluster_options.os_sku, config.kubernetes_version) == (
-        "operator", "Ubuntu", "1.35")
+        "operator", "Ubuntu", "1.36")
     rack, infer = config.gpu_pools()
     assert (rack.instance_type, rack.gpu_allocation, rack.rdma_fabric, rack.min_nodes, rack.max_nodes) == (
         GB200, "dra", "infiniband", 18, 18)

@@ -203,7 +203,7 @@ def test_aws_dev_csi_addons_wait_for_the_system_nodes_and_take_no_role(plans):
     for addon in ("aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"):
         inputs = addons[f"aws-dev-{addon}"].inputs
         assert inputs["addonName"] == addon
-        assert inputs["addonVersion"] == "v1.0.0-eksbuild.1-mock-k8s1.34"  # resolved for the stack's 1.34
+        assert inputs["addonVersion"] == "v1.0.0-eksbuild.1-mock-k8s1.36"  # resolved for the stack's 1.36
         assert "serviceAccountRoleArn" not in inputs and "podIdentityAssociations" not in inputs
         assert system in addons[f"aws-dev-{addon}"].dependencies
 
