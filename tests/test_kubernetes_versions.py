@@ -187,5 +187,6 @@ def test_summary_warns_with_an_injected_today():
     assert plan.errors == []
     lines = summary(plan, today=datetime.date(2027, 5, 5)).splitlines()
     assert lines[1] == ("  WARNING Kubernetes 1.36 leaves EKS standard support on 2027-08-02 (in 89 days); plan an "
-                        "upgrade to 1.37 once EKS offers it (update upgrades/kubernetes_versions.py) (docs/upgrades.md)")
+                        "upgrade to 1.37 once EKS offers it (update upgrades/kubernetes_versions.py) "
+                        "(docs/upgrades.md)")
     assert "WARNING" not in summary(plan, today=datetime.date(2027, 5, 3))
