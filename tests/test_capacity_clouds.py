@@ -51,7 +51,7 @@ def oci_stack(*pools):
 
 def eks_pool(entry):
     rec = run_program(lambda: aws.EksCluster("dev", {
-        "region": "us-west-2", "kubernetes_version": "1.34", "addon_versions": dict(versions.EKS_ADDONS["1.34"]),
+        "region": "us-west-2", "kubernetes_version": "1.36", "addon_versions": dict(versions.EKS_ADDONS["1.36"]),
         "availability_zones": ["us-west-2a", "us-west-2b"], "gpu_pools": [pool_args("aws", entry)]}))
     name = entry["name"]
     return (rec.one("aws:eks/nodeGroup:NodeGroup", f"dev-{name}-nodes").inputs,
@@ -225,7 +225,7 @@ COMPONENT_REFUSALS = [
      "EksGpuNodePool p: capacity_reservation_id: was replaced by pool.provisioning 'reservation' and "
      "pool.reservation (the same cr-... id)"),
     ("first-round EksCluster argument", lambda: aws.EksCluster("dev", {
-        "region": "us-west-2", "kubernetes_version": "1.34", "addon_versions": dict(versions.EKS_ADDONS["1.34"]),
+        "region": "us-west-2", "kubernetes_version": "1.36", "addon_versions": dict(versions.EKS_ADDONS["1.36"]),
         "gpu_pools": [{**pool_args("aws", AWS_L4), "capacity_reservation_id": CR}]}),
      "EksCluster dev: gpu_pools[0].capacity_reservation_id: was replaced by pool.provisioning 'reservation' and "
      "pool.reservation (the same cr-... id)"),

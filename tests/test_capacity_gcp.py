@@ -128,7 +128,7 @@ def test_stack_and_composed_pools_get_the_same_inputs():
                   h100(provisioning="reservation", reservation="r1", zones=[f"{R}-a"])):
         recording, _ = build(entry)
         composed = testing.run_program(lambda e=entry: GkeCluster("dev", {
-            "region": R, "project": "gpu-dev-1", "kubernetes_version": "1.34",
+            "region": R, "project": "gpu-dev-1", "kubernetes_version": "1.36",
             "gpu_pools": [pool_args("gcp", e)]}))
         assert inputs(recording, "h100") == composed.one(NODE_POOL, "dev-h100-pool").inputs
 

@@ -13,6 +13,7 @@ import pytest
 
 from gpu_platform import gpu_pool, pool_args, testing
 from gpu_platform.clouds.gcp import GkeCluster, GkeGpuNodePool
+from gpu_platform.config_model import DEFAULT_KUBERNETES_VERSION
 from gpu_platform.errors import ConfigError
 
 R = "us-central1"
@@ -471,6 +472,7 @@ def test_stack_and_composed_pools_get_the_same_node_pool_inputs():
     config = parse_config({"cloud": "gcp", "region": R, "nodePools": [entry], "gpuSoftware": "cloud-managed"}, "dev")
     stack = testing.run_program(lambda: cluster_from_config("dev", config, pulumi.ResourceOptions()))
     composed = testing.run_program(
-        lambda: GkeCluster("dev", {"region": R, "kubernetes_version": "1.34", "gpu_pools": [pool_args("gcp", entry)]})
+        lambda: GkeCluster("dev", {"region": R, "kubernetes_version": DEFAULT_KUBERNETES_VERSION,
+                                   "gpu_pools": [pool_args("gcp", entry)]})
     )
     assert stack.one(NODE_POOL, "dev-mega-pool").inputs == composed.one(NODE_POOL, "dev-mega-pool").inputs

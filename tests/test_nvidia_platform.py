@@ -32,8 +32,14 @@ def test_existing_cluster_gets_the_full_operator_and_the_network_operator(existi
     releases = sorted(r.name for r in rec.of_type(RELEASE) if "nvidia" in r.name or "rdma" in r.name)
     assert releases == ["existing-nvidia-gpu-operator", "existing-rdma-network-operator"]
     values = rec.one(RELEASE, "existing-nvidia-gpu-operator").inputs["values"]
-    assert (values["driver"], values["toolkit"], values["mig"]) == (
-        {"enabled": True}, {"enabled": True}, {"strategy": "single"})
+    assert (values["toolkit"], values["mig"]) == ({"enabled": True}, {"strategy": "single"})
+    # The operator owns the driver here, so it upgrades it one node at a time, after Kueue's jobs on the node end.
+    assert values["driver"] == {"enabled": True, "upgradePolicy": {
+        "autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": 1,
+        "waitForCompletion": {"podSelector": "kueue.x-k8s.io/podset,!pod-template-hash,!controller-revision-hash",
+                              "timeoutSeconds": 0},
+        "gpuPodDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": True},
+        "drain": {"enable": True, "force": False, "timeoutSeconds": 1800, "deleteEmptyDir": True}}}
     # Monitoring is on in this stack: the DCGM exporter gets its ServiceMonitor with honorLabels.
     assert values["dcgmExporter"]["serviceMonitor"]["enabled"] is True
     assert values["dcgmExporter"]["serviceMonitor"]["honorLabels"] is True

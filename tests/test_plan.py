@@ -61,7 +61,7 @@ def test_secrets_in_stack_files_are_redacted_not_decrypted(planned):
 def test_summary_lists_gpu_capacity_per_pool(capsys, tmp_path):
     assert cli.main(["plan", "existing", "--out", str(tmp_path)]) == cli.EXIT_OK
     out = capsys.readouterr().out
-    assert "stack existing (existing, Kubernetes 1.33, GPU software operator)" in out
+    assert "stack existing (existing, Kubernetes 1.36, GPU software operator)" in out
     pool_lines = [line.split() for line in out.splitlines() if line.strip().startswith(("a100-infer", "h100-train"))]
     assert pool_lines[0][:6] == ["a100-infer", "-", "a100-80gb", "4", "2-2", "8"]
     assert pool_lines[1][:6] == ["h100-train", "-", "h100", "8", "4-4", "32"]

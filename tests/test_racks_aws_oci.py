@@ -226,8 +226,8 @@ def test_eks_gpu_node_pool_refuses_rack_misuse(over, line):
 
 
 def test_eks_cluster_and_karpenter_refuse_rack_misuse():
-    base = {"region": "us-east-1", "kubernetes_version": "1.34",
-            "addon_versions": dict(versions.EKS_ADDONS["1.34"]),
+    base = {"region": "us-east-1", "kubernetes_version": "1.36",
+            "addon_versions": dict(versions.EKS_ADDONS["1.36"]),
             "availability_zones": ["us-east-1a", "us-east-1b"]}
     entry = pool_args("aws", RACK)
     with pytest.raises(ConfigError) as err:

@@ -245,16 +245,18 @@ def test_plan_json_records_cloud_and_kubernetes_minor():
 
 
 MINOR_UPGRADE = {
-    "aws-dev": [(rp.EKS_CLUSTER, "aws-dev-eks")],
+    "aws-dev": [(rp.EKS_CLUSTER, "aws-dev-eks"), *((rp.EKS_NODE_GROUP, f"aws-dev-{pool}") for pool in (
+        "system", "h100-train-nodes", "l4-infer-nodes", "l4-spot-nodes"))],
     "azure-dev": [(rp.AKS_CLUSTER, "azure-dev-aks"), (rp.AKS_POOL, "azure-dev-a100-infer-pool"),
                   (rp.AKS_POOL, "azure-dev-a100-spot-pool"), (rp.AKS_POOL, "azure-dev-h100-train-pool")],
-    "gcp-dev": [(rp.GKE_CLUSTER, "gcp-dev-cluster")],
+    "gcp-dev": [(rp.GKE_CLUSTER, "gcp-dev-cluster"), *((rp.GKE_POOL, f"gcp-dev-{pool}") for pool in (
+        "system", "h100-queued-pool", "h100-reserved-pool", "h100-train-pool", "l4-infer-pool", "l4-spot-pool"))],
     "oci-dev": [(rp.OKE_CLUSTER, "oci-dev-oke"), (rp.OKE_POOL, "oci-dev-a10-infer-nodes"),
                 (rp.OKE_POOL, "oci-dev-a10-spot-nodes"), (rp.OKE_POOL, "oci-dev-h100-train-nodes")],
 }
-"""What a 1.35 -> 1.36 upgrade disrupts per cloud, in order. EKS node groups and GKE node pools carry no version
-input of their own in the plan (EKS starts them at the cluster's version; GKE's auto-upgrade follows the control
-plane), so on those two clouds the plan shows the control plane alone."""
+"""What a 1.35 -> 1.36 upgrade disrupts per cloud, in order: the control plane, then every pool (on EKS and GKE the
+system pool too; AKS's system pool is a profile of the managed cluster), in URN order. EKS node groups take the
+cluster's ``version`` and GKE node pools its ``master_version``, so the pools follow the control plane."""
 
 
 @pytest.mark.parametrize("stack", sorted(MINOR_UPGRADE))

@@ -48,12 +48,17 @@ def test_a_written_value_wins_and_the_other_default_keeps_progress_possible():
 
 
 def test_the_stack_key_reaches_the_pool_config():
-    config = parse_config({**GCP, "nodePools": [_pool("training", maxSurge=2, drainTimeoutMinutes=45)],
+    config = parse_config({**GCP, "nodePools": [_pool("training", maxSurge=2, maxUnavailable=0)],
                            "maintenance": {"window": {"days": ["Sunday", "Saturday"], "start": "22:30", "hours": 6}}},
                           "s")
-    assert config.node_pools[0].upgrade == PoolUpgrade(max_surge="2", drain_timeout_minutes=45,
-                                                       given=frozenset({"max_surge", "drain_timeout_minutes"}))
+    assert config.node_pools[0].upgrade == PoolUpgrade(max_surge="2", max_unavailable="0",
+                                                       given=frozenset({"max_surge", "max_unavailable"}))
     assert config.maintenance == MaintenanceWindow(days=("Saturday", "Sunday"), start="22:30", hours=6, given=True)
+    azure = parse_config({"cloud": "azure", "region": "westeurope", "nodePools": [{
+        "name": "train", "instanceType": "Standard_NC24ads_A100_v4", "role": "training",
+        "upgrade": {"drainTimeoutMinutes": 45, "soakMinutes": 5}}]}, "s")
+    assert azure.node_pools[0].upgrade == PoolUpgrade(drain_timeout_minutes=45, soak_minutes=5,
+                                                      given=frozenset({"drain_timeout_minutes", "soak_minutes"}))
     default = parse_config({**GCP, "nodePools": [_pool("inference")]}, "s")
     assert default.node_pools[0].upgrade == PoolUpgrade()
     assert default.maintenance == DEFAULT_WINDOW and not default.maintenance.given

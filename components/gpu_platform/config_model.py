@@ -79,8 +79,8 @@ class NodePoolConfig:
     """``device-plugin`` or ``dra`` (NVIDIA DRA driver ResourceClaims). Default ``device-plugin``, except on shapes
     whose NVLink domain spans nodes (NVL72), which default to and require ``dra``."""
     upgrade: PoolUpgrade = field(default_factory=PoolUpgrade)
-    """``upgrade``: surge, unavailability, drain and soak of an upgrade, and whether the cloud may upgrade the pool
-    on its own (`gpu_platform.upgrades.pool_upgrade`; defaults by ``role``)."""
+    """How the pool is upgraded (surge, unavailability, drain, soak) and whether the cloud may upgrade it on its own;
+    defaults by ``role`` (keys below, docs/upgrades.md)."""
     cloud_options: Any = None
     """The cloud's own pool settings, parsed by ``clouds/<cloud>/options.py``."""
 
@@ -303,7 +303,8 @@ class PlatformConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     """The data plane: shared file system, bucket mounts, image pulls (off by default)."""
     maintenance: MaintenanceWindow = DEFAULT_WINDOW
-    """``maintenance.window``: the weekly UTC window in which the cloud may upgrade nodes on its own."""
+    """``{window: {days, start, hours}}``: the weekly UTC window in which the cloud may upgrade nodes on its own
+    (keys below). Default: Saturdays 00:00-12:00 UTC."""
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
 

@@ -216,6 +216,8 @@ OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
     # GCP
     "gcp:container/cluster:Cluster": lambda n, i: {
         "name": i.get("name", n), "endpoint": "34.1.2.3",
+        # GKE runs the newest patch of the minor asked for; offline the minor stands for it.
+        "masterVersion": i.get("minMasterVersion") or "",
         "masterAuth": {"clusterCaCertificate": base64.b64encode(b"mock-ca").decode()},
         "selfLink": f"https://container.googleapis.com/v1/projects/mock/locations/x/clusters/{n}"},
     "gcp:compute/network:Network": lambda n, i: {

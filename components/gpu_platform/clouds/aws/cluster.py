@@ -70,6 +70,11 @@ class EksGpuNodePoolArgs(TypedDict, total=False):
     """EKS cluster the node group joins (set by `EksCluster` for its own pools)."""
     node_role_arn: pulumi.Input[str]
     """IAM role of the nodes (set by `EksCluster` for its own pools)."""
+    kubernetes_version: pulumi.Input[str]
+    """Kubernetes minor of the node group. `EksCluster` sets its control plane's version, so a new
+    ``kubernetes_version`` upgrades the control plane first and then, in the same ``pulumi up``, each node group
+    (``UpdateNodegroupVersion``, at the pool's ``upgrade`` settings). Default: EKS's, the cluster's version when the
+    node group is created, never changed after (the provider only tracks a version it is given)."""
     subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     """Subnets of the node group; one zone's subnets for EFA pools and reserved capacity. Default (pools of an
     `EksCluster`): the private subnets of ``zones``."""
@@ -196,6 +201,7 @@ class EksGpuNodePool(pulumi.ComponentResource):
             f"{name}-nodes",
             cluster_name=args["cluster_name"],
             node_role_arn=args["node_role_arn"],
+            version=args.get("kubernetes_version"),
             subnet_ids=args["subnet_ids"],
             ami_type=options.ami_type,
             capacity_type=options.capacity_type,
@@ -428,6 +434,7 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-system",
             cluster_name=self.cluster.name,
             node_role_arn=self.node_role.arn,
+            version=self.cluster.version,  # the system nodes follow the control plane too
             subnet_ids=private_ids,
             instance_types=[args.get("system_node_instance_type", "m6i.xlarge")],
             ami_type=SYSTEM_AMI_TYPE,
@@ -458,6 +465,7 @@ class EksCluster(pulumi.ComponentResource):
                 f"{name}-{pool.name}",
                 {"subnet_ids": self.subnet_ids_for(zones), **pool_args, "tags": {**tags, **entry.get("tags", {})},
                  "cluster_name": self.cluster.name, "node_role_arn": self.node_role.arn,
+                 "kubernetes_version": self.cluster.version,
                  "vpc_id": self.vpc_id, "cluster_security_group_id": self.cluster_security_group_id},
                 opts=child_opts(self, opts, depends_on=self.compute_dependencies))
         self.gpu_pools: list[GpuPool] = [component.pool for component in self.node_pools.values()]

@@ -28,7 +28,7 @@ LATE_ADDONS = ("coredns",)
 """Installed once the system nodes exist (CoreDNS pods need a node)."""
 ADDONS = (*COMPUTE_ADDONS, *LATE_ADDONS)
 
-SET_BY_CLUSTER = ("cluster_name", "node_role_arn", "vpc_id", "cluster_security_group_id")
+SET_BY_CLUSTER = ("cluster_name", "node_role_arn", "vpc_id", "cluster_security_group_id", "kubernetes_version")
 """`EksGpuNodePoolArgs` an `EksCluster` fills in for its own pools (a value given there would be overwritten)."""
 
 REGION = matching(options._REGION.pattern.strip("^$"), "an AWS region such as us-west-2")
@@ -87,6 +87,7 @@ def pool_rules(prefix: str = "") -> dict[str, Rule]:
         f"{prefix}vpc_id": VPC_ID,
         f"{prefix}cluster_security_group_id": SECURITY_GROUP_ID,
         f"{prefix}zones": NON_EMPTY,
+        f"{prefix}kubernetes_version": offered_kubernetes_version("aws"),
     }
 
 

@@ -168,6 +168,10 @@ class GkeGpuNodePoolArgs(GkeGpuPoolArgs, total=False):
     """Cluster location (region or zone)."""
     project: Optional[pulumi.Input[str]]
     """Project ID. Default: the provider's project."""
+    node_version: Optional[pulumi.Input[str]]
+    """Kubernetes version of the pool's nodes. `GkeCluster` sets its control plane's current version
+    (``master_version``), so a new ``kubernetes_version`` upgrades the control plane first and then, in the same
+    ``pulumi up``, every pool to it (at the pool's ``upgrade`` settings). Default: GKE's version for a new pool."""
 
 
 class GkeClusterArgs(TypedDict, total=False):
@@ -872,6 +876,7 @@ class GkeCluster(pulumi.ComponentResource):
             project=self.project,
             cluster=self.cluster.id,
             location=self.location,
+            version=self.cluster.master_version,
             initial_node_count=max(1, -(-system_min // system_zones)),
             autoscaling={"total_min_node_count": system_min,
                          "total_max_node_count": _get(args, "system_max_nodes", 3)},
@@ -941,6 +946,7 @@ class GkeCluster(pulumi.ComponentResource):
                 "cluster": self.cluster.id,
                 "location": self.location,
                 "project": self.project,
+                "node_version": self.cluster.master_version,
             }), opts=self._child(aliases=[_former_parent(self._opts)]))
         self.gpu_pools: list[GpuPool] = [component.pool for component in self.node_pools.values()]
 
@@ -1158,6 +1164,10 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             project=args.get("project"),
             cluster=args["cluster"],
             location=args["location"],
+            # The control plane's version: GKE's node auto-upgrades move pools to it in the maintenance window
+            # too, so this input and auto-upgrade agree once a window has passed (the provider warns that a pinned
+            # version other than the control plane's would fight auto-upgrade).
+            version=args.get("node_version"),
             node_locations=zones or None,
             initial_node_count=gcp_pools.initial_node_count(
                 pool, args.get("desired_nodes"), len(zones) or _get(args, "zone_count", _default_zone_count(args))),
