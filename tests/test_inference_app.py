@@ -35,7 +35,8 @@ MAIN_ENV = {"MAX_BATCH_SIZE": "8", "MAX_QUEUE": "256", "MODEL_WORKERS": "2", "MA
 DRAIN_ENV = {"MAX_BATCH_SIZE": "64", "MAX_WAIT_MS": "30000", "DEADLINE_MS": "60000", "MAX_QUEUE": "8",
              "MAX_TEXTS_PER_REQUEST": "4", "SHUTDOWN_DELAY_S": "4", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
 # SIGTERM with keep-alive connections open (a rolling update).
-ROLLOUT_ENV = {"MAX_WAIT_MS": "1", "SHUTDOWN_DELAY_S": "3", "TORCH_THREADS": "1", "MODEL_WORKER": "thread"}
+ROLLOUT_ENV = {"MAX_WAIT_MS": "1", "SHUTDOWN_DELAY_S": "3", "KEEPALIVE_TIMEOUT_S": "4", "TORCH_THREADS": "1",
+               "MODEL_WORKER": "thread"}
 TEXTS = ["I love using this product!", "terrible service, never again", "the delivery was late",
          "great quality for the price", "it works", "would not recommend", "okay i guess", "best app ever"]
 
@@ -545,13 +546,35 @@ def test_bad_settings_exit_2_with_the_documented_line(model_dir, env, message):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# a rolling update: SIGTERM with keep-alive connections open (the ``rollout`` server, SHUTDOWN_DELAY_S=3)
+# a rolling update: SIGTERM with keep-alive connections open (the ``rollout`` server, SHUTDOWN_DELAY_S=3,
+# KEEPALIVE_TIMEOUT_S=4). The 64-client rollouts are in test_inference_app_rollout.py.
 
 
-def test_sigterm_closes_idle_keepalive_connections_and_every_answer_during_drain_says_connection_close(servers):
+def test_sigterm_keeps_kept_connections_open_answers_their_next_request_with_close_and_closes_idle_ones_late(servers):
     server = servers["rollout"]
     url = f"http://127.0.0.1:{server.port}/analyze"
     n = 16
+    request = (b"POST /analyze HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
+               b'{"text": "good"}')
+
+    def read_response(sock: socket.socket) -> bytes:
+        got = b""
+        while b"\r\n\r\n" not in got or len(got.split(b"\r\n\r\n", 1)[1]) < int(
+                re.search(rb"Content-Length: (\d+)", got).group(1)):
+            chunk = sock.recv(4096)
+            assert chunk, got
+            got += chunk
+        return got
+
+    def open_after(sock: socket.socket, wait: float) -> bool:
+        """No EOF (and no bytes) from the server within ``wait`` seconds."""
+        sock.settimeout(wait)
+        try:
+            return sock.recv(1) != b""
+        except TimeoutError:
+            return True
+        except OSError:
+            return False
 
     async def scenario():
         timeout = aiohttp.ClientTimeout(total=10)
@@ -562,40 +585,57 @@ def test_sigterm_closes_idle_keepalive_connections_and_every_answer_during_drain
                 try:
                     async with session.post(url, json={"text": TEXTS[i % len(TEXTS)]}) as resp:
                         await resp.read()
-                        return resp.status, resp.headers.get("Connection", "")
+                        return resp.status, resp.headers.get("Connection", ""), resp.headers.get("Keep-Alive", "")
                 except (aiohttp.ClientError, OSError) as err:
-                    return "error", repr(err)
+                    return "error", repr(err), ""
 
-            first = await asyncio.gather(*(post(i) for i in range(n)))  # n keep-alive connections, now idle
-            raw = []  # and n more held on raw sockets, to watch the server close them
-            for _ in range(n):
+            first = await asyncio.gather(*(post(i) for i in range(n)))  # n keep-alive connections (fast path)
+            raw, heads = [], []  # n + 1 more on raw sockets (through aiohttp: GET /healthz), then idle
+            for _ in range(n + 1):
                 sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
                 sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-                assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")
+                heads.append(read_response(sock).split(b"\r\n\r\n")[0])
                 raw.append(sock)
+            answered_at = time.monotonic()
             server.proc.send_signal(signal.SIGTERM)
             for _ in range(40):  # until the signal is handled (bounded: 2 s)
                 if server.call("GET", "/readyz")[0] == 503:
                     break
                 await asyncio.sleep(0.05)
-            await asyncio.sleep(0.2)  # let the client see the closed connections
-            closed = 0
+            kept = [open_after(sock, 0.3 / len(raw)) for sock in raw]  # none closed as idle at SIGTERM
+            during = await asyncio.gather(*(post(i) for i in range(n)))  # the next request on each kept connection
+            on_raw = []
+            for sock in raw[:n]:  # and on the raw ones
+                sock.settimeout(5)
+                sock.sendall(request)
+                on_raw.append(read_response(sock).split(b"\r\n\r\n")[0])
+                on_raw[-1] += b" | eof" if sock.recv(1) == b"" else b" | open"
+            # The last one stays idle: open past the listener's close (SHUTDOWN_DELAY_S=3), closed by the server
+            # once idle for its Keep-Alive timeout (4 s), not before.
+            last = raw[n]
+            open_until_timeout = open_after(last, max(0.0, answered_at + 3.8 - time.monotonic()))
+            last.settimeout(3)
+            closed = last.recv(1) == b""
+            closed_after = time.monotonic() - answered_at
             for sock in raw:
-                try:
-                    closed += sock.recv(1) == b""
-                except OSError:
-                    closed += 1
                 sock.close()
-            during = await asyncio.gather(*(post(i) for i in range(n)))  # one request per held connection
-            return first, closed, during
+            return first, heads, kept, during, on_raw, open_until_timeout, closed, closed_after
 
-    first, closed, during = asyncio.run(scenario())
-    assert first == [(200, "")] * n  # keep-alive before SIGTERM
-    assert closed == n  # idle keep-alive connections closed by the server at once
-    assert during == [(200, "close")] * n  # no reset, no connection error; every answer says Connection: close
+    first, heads, kept, during, on_raw, open_until_timeout, closed, closed_after = asyncio.run(scenario())
+    assert first == [(200, "", "timeout=4")] * n  # keep-alive before SIGTERM, its idle bound told
+    assert all(head.startswith(b"HTTP/1.1 200 ") and b"\r\nKeep-Alive: timeout=4" in head for head in heads)
+    assert kept == [True] * (n + 1)
+    assert during == [(200, "close", "")] * n  # no reset, no connection error; every answer says Connection: close
+    assert all(answer.startswith(b"HTTP/1.1 200 ") and b"\r\nConnection: close" in answer
+               and answer.endswith(b" | eof") for answer in on_raw), on_raw
+    assert open_until_timeout and closed and 3.8 <= closed_after < 6, closed_after
     assert server.proc.wait(timeout=30) == 0
-    closed_logged = re.search(r"draining: 0 texts pending, (\d+) idle connections closed", "".join(server.lines))
-    assert closed_logged and int(closed_logged.group(1)) >= 2 * n
+    log = "".join(server.lines)
+    opened = re.search(r"draining: 0 texts pending, (\d+) connections open", log)
+    assert opened and int(opened.group(1)) >= 2 * n + 1, log
+    drained = re.search(r"connections drained in [\d.]+s: (\d+) closed idle after the keep-alive timeout, "
+                        r"(\d+) quiet ones closed at the drain timeout, 0 busy left", log)
+    assert drained and int(drained.group(1)) <= 1 and int(drained.group(2)) == 0, log
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -19,12 +19,12 @@ Every client counts what each request it sent came to: answered 200, another sta
 is waited out and the request sent again), or a failure: ``reset`` (ECONNRESET or EPIPE), ``closed`` (the server
 closed the connection without an answer), ``refused`` (connect refused), ``timeout`` (no answer in 10 s). A failed
 request is sent again on a new connection. Per run: requests answered (old server / new), failures by kind, the
-old server's exit code and its drain (SIGTERM to exit), and the idle connections it closed on SIGTERM (its log).
+old server's drain (SIGTERM to its last log line) and exit code, and the idle connections it closed (its log).
 
     python rollout_bench.py --size tiny --runs 10 --clients 64
 
-The servers of all runs (runs + 1) start together before the first run, then wait idle (``--starts`` limits how
-many start at once).
+The servers of all runs (runs + 1) start together and are all ready before the first run, then wait idle
+(``--starts N``: N at a time, the next ones starting while the first runs go on).
 """
 
 import argparse
@@ -55,11 +55,13 @@ ANSWER_TIMEOUT_S = 10.0
 
 
 class Backend:
-    """A ``python -m sentiment`` process on a free port; its log lines are kept."""
+    """A ``python -m sentiment`` process (or ``command``: a script that runs its `serve`) on a free port; its log
+    lines are kept."""
 
-    def __init__(self, env: dict):
-        self.proc = subprocess.Popen([sys.executable, "-m", "sentiment"], cwd=HERE,
-                                     env={**os.environ, "HOST": "127.0.0.1", "PORT": "0", **env},
+    def __init__(self, env: dict, command: tuple = ("-m", "sentiment")):
+        self.proc = subprocess.Popen([sys.executable, *command], cwd=HERE,
+                                     env={**os.environ, "HOST": "127.0.0.1", "PORT": "0", "PYTHONPATH": str(HERE),
+                                          **env},
                                      stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.port = 0
@@ -94,10 +96,19 @@ class Backend:
             self.proc.kill()
         self.proc.wait(timeout=30)
 
-    def idle_closed_on_sigterm(self) -> Optional[int]:
-        """What the server logged on SIGTERM: idle connections it closed at once (None: not logged)."""
-        match = re.search(r"draining: \d+ texts pending, (\d+) idle connections closed", "".join(self.lines))
-        return int(match.group(1)) if match else None
+    def stopped(self) -> bool:
+        """The server logged its last line (its listener and connections are closed; the process exits)."""
+        return self.proc.poll() is not None or any("stopped (exit code" in line for line in self.lines[-3:])
+
+    def idle_closed(self) -> Optional[int]:
+        """Idle connections the server closed, from its log: at SIGTERM (before the fix, "N idle connections
+        closed"), or after the keep-alive timeout and at the drain timeout (None: not logged)."""
+        log = "".join(self.lines)
+        match = re.search(r"draining: \d+ texts pending, (\d+) idle connections closed", log)
+        if match:
+            return int(match.group(1))
+        match = re.search(r"(\d+) closed idle after the keep-alive timeout, (\d+) quiet ones closed", log)
+        return int(match.group(1)) + int(match.group(2)) if match else None
 
 
 class Failure(Exception):
@@ -209,7 +220,7 @@ async def one_run(old: Backend, new: Backend, clients: int, before: float, endpo
     old.proc.send_signal(signal.SIGTERM)
     await asyncio.sleep(endpoint_lag)
     backends.remove(old.port)  # the old pod's endpoint is gone from every client's view
-    while old.proc.poll() is None and time.monotonic() < sigterm_at + 60:
+    while not old.stopped() and time.monotonic() < sigterm_at + 60:
         await asyncio.sleep(0.02)
     drain_s = time.monotonic() - sigterm_at
     await asyncio.sleep(after)
@@ -219,20 +230,24 @@ async def one_run(old: Backend, new: Backend, clients: int, before: float, endpo
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     failed = sum(counts[kind] for kind in FAILURES)
+    exit_code = await loop.run_in_executor(None, old.proc.wait, 30)
     return {**counts, "failed": failed, "requests": counts["ok"] + failed + sum(counts["status"].values()),
-            "exit_code": old.proc.poll(), "drain_s": drain_s, "idle_closed_on_sigterm": old.idle_closed_on_sigterm(),
-            "stuck_clients": len(stuck)}
+            "exit_code": exit_code, "drain_s": drain_s, "idle_closed": old.idle_closed(), "stuck_clients": len(stuck)}
 
 
 def rollouts(model_dir: str, runs: int, clients: int, env: dict, before: float = 0.5, endpoint_lag: float = 0.2,
-             after: float = 0.3, starts: int = 0, think_ms: float = 0.0, report=None) -> list[dict]:
+             after: float = 0.3, starts: int = 0, think_ms: float = 0.0, report=None,
+             command: tuple = ("-m", "sentiment")) -> list[dict]:
     """``runs`` rolling updates in a row, each from the previous run's new server to a fresh one; per-run figures
     (`one_run`). ``report(index, run)`` is called after each run."""
     env = {"MODEL_PATH": model_dir, **env}
     pool = ThreadPoolExecutor(max_workers=starts or runs + 1)
-    started = [pool.submit(lambda: Backend(env).wait_ready()) for _ in range(runs + 1)]
+    started = [pool.submit(lambda: Backend(env, command).wait_ready()) for _ in range(runs + 1)]
     results = []
     try:
+        if not starts:  # all at once: let them all finish loading before the first run
+            for future in started:
+                future.result()
         for index in range(runs):
             old, new = started[index].result(), started[index + 1].result()
             run = run_client(one_run(old, new, clients, before, endpoint_lag, after, think_ms))
@@ -251,9 +266,9 @@ def line(index: int, run: dict) -> str:
     kinds = ", ".join(f"{kind} {run[kind]}" for kind in FAILURES)
     other = ", ".join(f"{status}: {n}" for status, n in sorted(run["status"].items())) or "none"
     return (f"run {index + 1:2d}: {run['requests']:5d} requests, {run['ok']:5d} answered 200 ({run['ok_old']} old, "
-            f"{run['ok_new']} new), failed {run['failed']} ({kinds}), other statuses: {other}; old server exit "
-            f"{run['exit_code']} after {run['drain_s']:.2f} s, idle connections closed on SIGTERM "
-            f"{run['idle_closed_on_sigterm']}")
+            f"{run['ok_new']} new), failed {run['failed']} ({kinds}), other statuses: {other}; old server stopped "
+            f"{run['drain_s']:.2f} s after SIGTERM, exit {run['exit_code']}, idle connections it closed "
+            f"{run['idle_closed']}")
 
 
 def main() -> None:

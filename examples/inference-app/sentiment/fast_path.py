@@ -17,7 +17,7 @@ answered first): a keep-alive client whose requests are all plain never leaves t
 While a request is in flight here, bytes that arrive on its connection (a pipelined next request) wait in the
 guard until the answer left (`Guard.begin`, `Guard.end`): answers leave in order. aiohttp does not know these
 requests: on shutdown the server waits for them before it lets aiohttp close the connections
-(`Connections.wait_taken`).
+(`Connections.drain`).
 """
 
 import json
@@ -43,7 +43,7 @@ class FastPath:
 
     def __init__(self, state: "ServiceState"):
         self.state = state
-        self.renderer = ResponseRenderer()
+        self.renderer = ResponseRenderer(state.settings.keepalive_timeout_s)
 
     def handle(self, guard: Guard, data: bytes) -> bool:
         """Take the request in ``data`` (True), or leave it to aiohttp (False)."""

@@ -55,6 +55,13 @@ def plain_analyze_request(data: bytes) -> Optional[dict[str, str]]:
     return headers
 
 
+def keep_alive_value(keepalive_timeout: float) -> str:
+    """The ``Keep-Alive`` header's value, ``timeout=N``: an idle connection stays open at least N whole seconds
+    (rounded down), so a client that honours it never sends a request into a connection the server closes as
+    idle."""
+    return f"timeout={int(keepalive_timeout)}"
+
+
 REASONS = {200: b"OK", 500: b"Internal Server Error", 503: b"Service Unavailable"}
 
 
@@ -65,11 +72,14 @@ def error_body(reason: str, message: str) -> bytes:
 
 class ResponseRenderer:
     """Responses as bytes: a JSON body, ``Retry-After`` on a 503, ``Connection: close`` when the connection
-    closes after it; the ``Date`` header is rendered once per second."""
+    closes after it, else ``Keep-Alive: timeout=N`` when ``keepalive_timeout`` is given (how long the server keeps
+    an idle connection, whole seconds rounded down); the ``Date`` header is rendered once per second."""
 
-    def __init__(self) -> None:
+    def __init__(self, keepalive_timeout: Optional[float] = None) -> None:
         self._second = -1
         self._date = b""
+        self._keep_alive = (b"" if keepalive_timeout is None
+                            else b"Keep-Alive: %s\r\n" % keep_alive_value(keepalive_timeout).encode())
 
     def render(self, status: int, body: bytes, retry_after: Optional[int] = None, close: bool = False,
                now: Optional[float] = None) -> bytes:
@@ -80,6 +90,6 @@ class ResponseRenderer:
         return b"".join((
             b"HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n" % (status, REASONS[status]),
             b"Retry-After: %d\r\n" % retry_after if retry_after is not None else b"",
-            b"Connection: close\r\n" if close else b"",
+            b"Connection: close\r\n" if close else self._keep_alive,
             b"Content-Length: %d\r\nDate: " % len(body), self._date, b"\r\n\r\n", body,
         ))

@@ -2,10 +2,12 @@
 
 Lifecycle: the listener opens at once (so /healthz answers while the model loads); the model loads and warms
 up on the forward-pass thread; /readyz turns 200. On SIGTERM or SIGINT: /readyz turns 503, the batcher stops
-waiting for full batches, idle keep-alive connections are closed and every response carries ``Connection:
-close`` (so no client sends a request into a connection the server is about to close), the server keeps serving
-for ``SHUTDOWN_DELAY_S`` (endpoints stop routing here), the listener closes, in-flight requests finish (up to
-``DRAIN_TIMEOUT_S``), then the process exits 0.
+waiting for full batches, every response carries ``Connection: close`` and its connection closes after it; no
+connection is closed as idle then (its client's next request may be on the wire: connections.py). The server
+keeps serving for ``SHUTDOWN_DELAY_S`` (endpoints stop routing here), the listener closes, in-flight requests
+finish and kept connections close after their next answer (up to ``DRAIN_TIMEOUT_S``; a connection idle longer
+than the ``Keep-Alive: timeout`` every answer told its client is closed, and what is still idle at the end),
+then the process exits 0.
 
 If the model worker process dies, /readyz and /healthz fail at once and the same drain runs, then the process
 exits 3 so Kubernetes restarts the container: a fresh process reloads the model, as an in-process restart would,
@@ -41,6 +43,7 @@ from .batcher import DeadlineExceeded, MicroBatcher, Overloaded, on_thread
 from .connections import Connections
 from .fast_path import FastPath
 from .metrics import Metrics
+from .plain_http import keep_alive_value
 from .prediction import answer_document
 from .settings import Settings, SettingsError, from_env
 from .validation import BadRequest, Limits, error_document, parse_body, timeout_ms
@@ -68,6 +71,7 @@ class ServiceState:
         self.load_error: Optional[BaseException] = None
         self.worker_died = False
         self.on_failure: Callable[[], None] = lambda: None  # serve() sets it: start draining, then exit 3
+        self.keep_alive = keep_alive_value(settings.keepalive_timeout_s)  # the Keep-Alive header's value
         self.fast_path = FastPath(self)
         self.connections = Connections(settings.header_timeout_s, self.fast_path.handle)
         # Loading, warm-up and (MODEL_WORKER=thread) forward passes run here, off the event loop.
@@ -252,12 +256,16 @@ async def track_connection(request: web.Request, handler: Callable) -> web.Strea
         guard.request_finished()
 
 
-async def close_when_draining(request: web.Request, response: web.StreamResponse) -> None:
-    """From SIGTERM on, every response says ``Connection: close`` and the connection closes after it."""
-    if request.app[STATE].draining:
+async def connection_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """From SIGTERM on, every response says ``Connection: close`` and the connection closes after it; before, a
+    kept connection's response says how long the server keeps it open idle (``Keep-Alive: timeout=N``)."""
+    state = request.app[STATE]
+    if state.draining:
         response.force_close()  # closes the connection after this response
         # aiohttp 3.14 runs this hook after it derived the Connection header from keep-alive: set it here too.
         response.headers["Connection"] = "close"
+    elif response.keep_alive:
+        response.headers["Keep-Alive"] = state.keep_alive
 
 
 async def expect_continue(request: web.Request) -> Optional[web.StreamResponse]:
@@ -315,7 +323,7 @@ def create_app(settings: Settings, load_model: Optional[Callable[[Settings], Any
     """The aiohttp application; ``load_model(settings)`` returns an object with ``predict`` and ``warm_up``."""
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[track_connection, json_errors])
     app[STATE] = ServiceState(settings, load_model or load_classifier)
-    app.on_response_prepare.append(close_when_draining)
+    app.on_response_prepare.append(connection_headers)
     app.router.add_post("/analyze", analyze, expect_handler=expect_continue)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
@@ -354,7 +362,8 @@ async def serve(settings: Settings, load_model: Optional[Callable[[Settings], An
     model could not load, `EXIT_WORKER_DIED` when the model worker died."""
     app = create_app(settings, load_model)
     state = app[STATE]
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=settings.drain_timeout_s)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=settings.drain_timeout_s,
+                           keepalive_timeout=settings.keepalive_timeout_s)
     await runner.setup()
     loop = asyncio.get_running_loop()
     # Our own listener instead of web.TCPSite: each connection gets a guard in front of aiohttp's protocol.
@@ -373,14 +382,18 @@ async def serve(settings: Settings, load_model: Optional[Callable[[Settings], An
     if not stop.is_set() and state.load_error is None:
         await stopped
     exit_code = 1 if state.load_error is not None else EXIT_WORKER_DIED if state.worker_died else 0
-    state.draining = True
+    state.draining = True  # from now on every answer says Connection: close; no connection is closed as idle
     state.batcher.drain()  # queued texts leave now, not after MAX_WAIT_MS
-    closed = state.connections.close_idle()
-    log.info("draining: %d texts pending, %d idle connections closed", state.batcher.pending, closed)
+    log.info("draining: %d texts pending, %d connections open", state.batcher.pending, len(state.connections))
     if exit_code != 1 and settings.shutdown_delay_s:  # 1: never ready, so no endpoint routes here
         await asyncio.sleep(settings.shutdown_delay_s)
     listener.close()
-    await state.connections.wait_taken(settings.drain_timeout_s)  # requests aiohttp does not know (fast_path.py)
+    # In-flight requests (the fast path's too: aiohttp does not know them) and kept connections, each closed
+    # after its next answer, idle past its Keep-Alive timeout, or left quiet when DRAIN_TIMEOUT_S is up.
+    drain_started = time.monotonic()
+    expired, quiet, busy = await state.connections.drain(settings.drain_timeout_s, settings.keepalive_timeout_s)
+    log.info("connections drained in %.1fs: %d closed idle after the keep-alive timeout, %d quiet ones closed at "
+             "the drain timeout, %d busy left", time.monotonic() - drain_started, expired, quiet, busy)
     await runner.cleanup()
     if not load.done():
         load.cancel()

@@ -60,7 +60,12 @@ class Settings:
     shutdown_delay_s: float = 0.0
     """After SIGTERM, keep serving (while /readyz says 503) so endpoints stop routing here before we close."""
     drain_timeout_s: float = 25.0
-    """Longest to wait for in-flight requests once the listener is closed."""
+    """Longest to wait, once the listener is closed, for in-flight requests and for the kept connections to be
+    closed after their next answer; idle ones still open then are closed."""
+    keepalive_timeout_s: float = 3630.0
+    """How long an idle keep-alive connection stays open (aiohttp's default); every answer on a kept connection
+    says so (``Keep-Alive: timeout=N``). Keep it longer than the idle timeout of whatever pools connections in
+    front of the pods (a load balancer, a proxy). While draining, a connection idle this long is closed at once."""
     retry_after_s: int = 1
     """``Retry-After`` of 503 answers while loading or draining, and the least one of overload answers (which
     say how many seconds of backlog stand above the deadline)."""
@@ -116,7 +121,7 @@ def from_env(env: Optional[dict] = None) -> Settings:
             raise SettingsError(f"{name.upper()}: must be >= 1")
     if settings.port > 65535:
         raise SettingsError(f"PORT: must be <= 65535, got {settings.port}")
-    for name in ("header_timeout_s", "body_timeout_s", "deadline_ms"):
+    for name in ("header_timeout_s", "body_timeout_s", "deadline_ms", "keepalive_timeout_s"):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"{name.upper()}: must be > 0")
     if settings.max_wait_ms >= settings.deadline_ms:
