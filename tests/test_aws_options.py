@@ -138,9 +138,16 @@ ERRORS = [
      stack({**INFER, "zones": ["us-west-2a"]}, vpcId="vpc-0123456789abcdef0",
            privateSubnetIds=["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"]),
      "s: nodePools[0].zones: with vpcId, place the pool with subnetIds instead"),
-    ("vpc cidr too small", stack(vpcCidr="10.0.0.0/24"), "s: vpcCidr: prefix /24 is outside /16../20"),
+    # One CIDR rule for every cloud (gpu_platform.cidrs): AWS said "prefix /24 is outside /16../20" and "not an IPv4
+    # CIDR such as" where the other clouds said "too small: <why>" and "not an IPv4 CIDR block such as ... (<why>)".
+    ("vpc cidr too small", stack(vpcCidr="10.0.0.0/24"),
+     "s: vpcCidr: '10.0.0.0/24' is too small: a new VPC is a /16 (the largest block AWS allows) to a /20 (its private "
+     "subnets are quarters of it, one per zone)"),
+    ("vpc cidr too large", stack(vpcCidr="10.0.0.0/8"),
+     "s: vpcCidr: '10.0.0.0/8' is too large: a new VPC is a /16 (the largest block AWS allows) to a /20 (its private "
+     "subnets are quarters of it, one per zone)"),
     ("vpc cidr not a cidr", stack(vpcCidr="10.0.0.1/16"),
-     "s: vpcCidr: '10.0.0.1/16' is not an IPv4 CIDR such as 10.0.0.0/16"),
+     "s: vpcCidr: '10.0.0.1/16' is not an IPv4 CIDR block such as 10.0.0.0/16 (10.0.0.1/16 has host bits set)"),
     ("one availability zone", stack(availabilityZones=["us-west-2a"]),
      "s: availabilityZones: name two or three zones, got 1"),
     ("admin not an IAM ARN", stack(adminRoleArns=["admins"]),

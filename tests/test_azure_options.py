@@ -143,8 +143,9 @@ ERRORS = [
      "bad: podCidr: 10.244.0.0/16 overlaps serviceCidr 10.244.0.0/20; Azure CNI overlay pod ranges must not"),
     ("service range inside the VNet", azure(serviceCidr="10.230.0.0/16"),
      "bad: serviceCidr: 10.230.0.0/16 overlaps vnetAddressSpace 10.224.0.0/12"),
+    # "IPv4 CIDR block", as on every cloud since one rule checks them all (gpu_platform.cidrs); AKS said "IPv4 CIDR".
     ("not a CIDR", azure(podCidr="10.244.0.0/33"),
-     "bad: podCidr: '10.244.0.0/33' is not an IPv4 CIDR such as 10.244.0.0/16 ('33' is not a valid netmask)"),
+     "bad: podCidr: '10.244.0.0/33' is not an IPv4 CIDR block such as 10.244.0.0/16 ('33' is not a valid netmask)"),
     ("GPU size for the System pool", azure(systemPoolVmSize="Standard_NC24ads_A100_v4"),
      "bad: systemPoolVmSize: 'Standard_NC24ads_A100_v4' is a GPU size; the System pool runs the platform's "
      "services on a CPU size such as Standard_D4ds_v5"),

@@ -109,7 +109,9 @@ MISUSE = [
         "cidr",
         GkeCluster,
         lambda: {"region": R, "node_cidr": "10.0.0.0/33"},
-        "GkeCluster dev: node_cidr: '10.0.0.0/33' is not an IPv4 CIDR range such as 10.0.0.0/20",
+        # One message for every CIDR on every cloud (gpu_platform.cidrs); GKE said "IPv4 CIDR range" without why.
+        "GkeCluster dev: node_cidr: '10.0.0.0/33' is not an IPv4 CIDR block such as 10.0.0.0/20 ('33' is not a valid "
+        "netmask)",
     ),
     (
         "net",

@@ -81,8 +81,12 @@ ERRORS = [
      "dev: subnetwork: an existing VPC needs both network and subnetwork"),
     ("node CIDR with a given subnetwork", gcp(l4(), network="vpc", subnetwork="nodes", nodeCidr="10.1.0.0/20"),
      "dev: nodeCidr: applies only to a new VPC; the given subnetwork has its own ranges"),
+    # "IPv4 CIDR block ... (<why>)", as on every cloud since one rule checks them all (gpu_platform.cidrs); GKE said
+    # "IPv4 CIDR range" without the reason.
     ("bad CIDR", gcp(l4(), podCidr="10.4.0.0/33"),
-     "dev: podCidr: '10.4.0.0/33' is not an IPv4 CIDR range such as 10.4.0.0/14"),
+     "dev: podCidr: '10.4.0.0/33' is not an IPv4 CIDR block such as 10.4.0.0/14 ('33' is not a valid netmask)"),
+    ("IPv6 CIDR", gcp(l4(), nodeCidr="fd00::/64"),
+     "dev: nodeCidr: 'fd00::/64' is not an IPv4 CIDR block such as 10.0.0.0/20 (Expected 4 octets in 'fd00::')"),
     ("GPU NIC range too small", gcp(l4(), gpuNetworkCidr="192.168.0.0/24"),
      "dev: gpuNetworkCidr: '192.168.0.0/24' is too small: GPU NIC subnets need a /19 or larger"),
     ("release channel", gcp(l4(), releaseChannel="regular"),

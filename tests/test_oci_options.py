@@ -100,10 +100,12 @@ ERRORS = [
     ("VCN OCID of another kind", oci(**{**existing_vcn(), "vcnId": "ocid1.subnet.oc1.iad.aaaaaaaa"}),
      "s: vcnId: 'ocid1.subnet.oc1.iad.aaaaaaaa' is a subnet OCID; expected ocid1.vcn.oc1..<unique id>"),
     ("VCN too small", oci(vcnCidr="10.0.0.0/20"),
-     "s: vcnCidr: '10.0.0.0/20' is too small; the API, worker, pod and load-balancer subnets need a /16 or larger"),
+     # "too small: <why>" with a colon and "such as <example>", as on every cloud since one rule checks them all
+     # (gpu_platform.cidrs); OKE used a semicolon and gave no example.
+     "s: vcnCidr: '10.0.0.0/20' is too small: the API, worker, pod and load-balancer subnets need a /16 or larger"),
     ("public VCN range", oci(vcnCidr="8.8.0.0/16"), "s: vcnCidr: '8.8.0.0/16' is not a private (RFC 1918) range"),
     ("VCN CIDR with host bits", oci(vcnCidr="10.0.0.1/16"),
-     "s: vcnCidr: '10.0.0.1/16' is not an IPv4 CIDR block (10.0.0.1/16 has host bits set)"),
+     "s: vcnCidr: '10.0.0.1/16' is not an IPv4 CIDR block such as 10.0.0.0/16 (10.0.0.1/16 has host bits set)"),
     ("VCN overlapping the Service CIDR", oci(vcnCidr="10.96.0.0/16"),
      "s: vcnCidr: '10.96.0.0/16' overlaps the Kubernetes Service CIDR 10.96.0.0/16"),
     ("API allow-list entry not a CIDR", oci(apiAllowedCidrs=["office"]),

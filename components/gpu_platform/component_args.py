@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 import pulumi
 
+from .cidrs import CidrRule
 from .errors import ConfigError, did_you_mean, one_of
 from .pools import GpuPool, GpuPoolSpec
 from .upgrades import kubernetes_versions
@@ -62,6 +63,11 @@ def choice(*choices: Any) -> Rule:
 
 def matching(pattern: str, what: str) -> Rule:
     return Rule(pattern=pattern, what=what)
+
+
+def cidr(rule: CidrRule) -> Rule:
+    """An IPv4 CIDR argument checked by the same `cidrs.CidrRule` as its stack key."""
+    return Rule(check=rule.problem)
 
 
 DNS_LABEL = matching(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a DNS label (lower-case letters, digits and '-')")

@@ -14,12 +14,12 @@ turns the result into its own API fields (see ``docs/security.md``):
 ``existing`` clusters take neither: the platform does not own their control plane.
 """
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .component_args import Rule
+from .cidrs import CidrRule
+from .component_args import Rule, cidr
 from .config import ConfigError, join, read_bool, read_list
 
 KEYS = {"apiAllowedCidrs", "secretsEncryption"}
@@ -54,23 +54,14 @@ class ControlPlaneSecurity:
         return bool(self.api_allowed_cidrs)
 
 
-def cidr_problem(value: Any) -> Optional[str]:
-    """What is wrong with an IPv4 CIDR block (``10.0.0.0/16``), or None. Host bits must be zero."""
-    if not isinstance(value, str):
-        return f"{value!r} is not an IPv4 CIDR block such as 203.0.113.0/24"
-    try:
-        ipaddress.IPv4Network(value, strict=True)
-    except ValueError as err:
-        return f"'{value}' is not an IPv4 CIDR block such as 203.0.113.0/24 ({err})"
-    return None
-
-
-CIDR = Rule(check=cidr_problem)
-"""`component_args` rule for one IPv4 CIDR block."""
+API_CIDR = CidrRule(example="203.0.113.0/24")
+"""One ``apiAllowedCidrs`` entry: any IPv4 block, ``0.0.0.0/0`` included (written out: the internet)."""
+CIDR = cidr(API_CIDR)
+"""`component_args` rule for one IPv4 CIDR block of ``api_allowed_cidrs``."""
 
 
 def allowed_cidrs_problem(values: Any) -> Optional[str]:
-    """What is wrong with a whole ``apiAllowedCidrs`` list, or None (each entry is checked by `cidr_problem`)."""
+    """What is wrong with a whole ``apiAllowedCidrs`` list, or None (each entry is checked by `API_CIDR`)."""
     if len(values) > MAX_ALLOWED_CIDRS:
         return f"lists {len(values)} CIDRs; at most {MAX_ALLOWED_CIDRS} (the smallest limit of the clouds)"
     if len(set(values)) != len(values):
@@ -96,9 +87,7 @@ def parse_control_plane(raw: Mapping, path: str = "") -> ControlPlaneSecurity:
     key = join(path, "apiAllowedCidrs")
     cidrs = read_list(raw, "apiAllowedCidrs", path)
     for i, value in enumerate(cidrs):
-        problem = cidr_problem(value)
-        if problem:
-            raise ConfigError(join(key, i), problem)
+        API_CIDR.network(value, join(key, i))
     problem = allowed_cidrs_problem(cidrs)
     if problem:
         raise ConfigError(key, problem)

@@ -26,7 +26,8 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog, versions
-from ..component_args import DNS_LABEL, Args, Rule, at_least, choice, matching
+from ..cidrs import CidrRule
+from ..component_args import DNS_LABEL, Args, Rule, at_least, choice, cidr, matching
 from ..config import HOST_NAME
 from ..gateway_config import BODY_SIZE, GKE_CLASSES, TIMEOUT, https_host, publishes_services
 from . import cert_manager
@@ -68,7 +69,7 @@ class InferenceGatewayArgs(TypedDict, total=False):
     """Name of the Gateway. Default ``inference``."""
 
 
-CIDR = matching(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}", "an IPv4 CIDR range such as 10.9.0.0/23")
+CIDR = cidr(CidrRule(example="10.9.0.0/23"))
 HOST = matching(HOST_NAME.pattern.strip("^$"), "a DNS host name")
 BODY = matching(BODY_SIZE.pattern.strip("^$"), "a size such as 512Ki or 1Mi")
 

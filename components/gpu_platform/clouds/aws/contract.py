@@ -7,13 +7,12 @@ pool of an `EksCluster` naming the cluster's own settings, a standalone node gro
 the components call these with their TypedDict schemas.
 """
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
 from ... import control_plane, provisioning, versions
-from ...component_args import NON_EMPTY, Args, Rule, at_least, choice, matching, offered_kubernetes_version
+from ...component_args import NON_EMPTY, Args, Rule, at_least, choice, cidr, matching, offered_kubernetes_version
 from ...errors import ConfigError
 from ...pools import GpuPool
 from ...upgrades.maintenance import parse_window
@@ -40,18 +39,6 @@ IAM_PRINCIPAL = matching(options._IAM_PRINCIPAL.pattern.strip("^$"), "an IAM rol
 EKS_CLUSTER_NAME = matching(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}",
                             "an EKS cluster name (letters, digits, '-' and '_', at most 100)")
 ADDON_VERSION = r"v\d+\.\d+\.\d+-eksbuild\.\d+"
-
-
-def _cidr(min_prefix: int = 0, max_prefix: int = 32) -> Rule:
-    def check(value: str) -> Optional[str]:
-        try:
-            network = ipaddress.IPv4Network(value, strict=True)
-        except ValueError:
-            return f"'{value}' is not an IPv4 CIDR such as 10.0.0.0/16"
-        if not min_prefix <= network.prefixlen <= max_prefix:
-            return f"prefix /{network.prefixlen} is outside /{min_prefix}../{max_prefix}"
-        return None
-    return Rule(check=check)
 
 
 def _addons(value: Mapping[str, str]) -> Optional[str]:
@@ -99,7 +86,7 @@ CLUSTER_RULES: dict[str, Rule] = {
     "vpc_id": VPC_ID,
     "private_subnet_ids[]": SUBNET_ID,
     "public_subnet_ids[]": SUBNET_ID,
-    "vpc_cidr": _cidr(16, 20),
+    "vpc_cidr": cidr(options.VPC_CIDR),
     "availability_zones": Rule(check=_zones),
     "admin_role_arns[]": IAM_PRINCIPAL,
     "system_node_instance_type": INSTANCE_TYPE,

@@ -25,13 +25,13 @@ Pool keys (per ``nodePools[]`` entry): ``amiType``, ``capacityBlock``, ``diskSiz
 ``capacityReservationId`` was replaced by them and is refused naming them (`RENAMED_POOL_KEYS`).
 """
 
-import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ... import catalog, control_plane, gpu_allocation, provisioning, versions
+from ...cidrs import CidrRule
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 from . import upgrade as aws_upgrade
@@ -81,6 +81,10 @@ ON_DEMAND, SPOT, CAPACITY_BLOCK = "ON_DEMAND", "SPOT", "CAPACITY_BLOCK"
 """EKS node-group capacity types."""
 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
+VPC_CIDR = CidrRule(example=DEFAULT_VPC_CIDR, min_prefix=16, max_prefix=20,
+                    sizes="a new VPC is a /16 (the largest block AWS allows) to a /20 (its private subnets are "
+                          "quarters of it, one per zone)")
+"""``vpcCidr`` / ``vpc_cidr``: the block of a new VPC (`aws_vpc.subnet_cidrs` splits it)."""
 DEFAULT_SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
 MAX_VPC_ZONES = 3
 """A new VPC spans at most three zones (see `aws_vpc.subnet_cidrs`)."""
@@ -164,16 +168,6 @@ def _read_ids(raw: Mapping, key: str, path: str, pattern: re.Pattern, what: str)
         if not isinstance(value, str) or not pattern.match(value):
             raise ConfigError(join(join(path, key), i), f"{value!r} is not {what}")
     return tuple(values)
-
-
-def _read_cidr(value: Any, path: str, min_prefix: int = 0, max_prefix: int = 32) -> str:
-    try:
-        network = ipaddress.IPv4Network(str(value), strict=True)
-    except ValueError:
-        raise ConfigError(path, f"{value!r} is not an IPv4 CIDR such as 10.0.0.0/16") from None
-    if not min_prefix <= network.prefixlen <= max_prefix:
-        raise ConfigError(path, f"prefix /{network.prefixlen} is outside /{min_prefix}../{max_prefix}")
-    return str(network)
 
 
 def ami_types(vendor: str, architecture: str) -> tuple[str, ...]:
@@ -434,7 +428,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
         for key in ("vpcCidr", "availabilityZones", "singleNatGateway"):
             if key in raw:
                 raise ConfigError(key, "only applies to a new VPC; remove it or remove vpcId")
-    cidr = _read_cidr(raw["vpcCidr"], "vpcCidr", 16, 20) if "vpcCidr" in raw else DEFAULT_VPC_CIDR
+    cidr = VPC_CIDR.checked(raw["vpcCidr"], "vpcCidr") if "vpcCidr" in raw else DEFAULT_VPC_CIDR
     zones = tuple(str(z) for z in read_list(raw, "availabilityZones", ""))
     if zones and not 2 <= len(zones) <= 3:
         raise ConfigError("availabilityZones", f"name two or three zones, got {len(zones)}")

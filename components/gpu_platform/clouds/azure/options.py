@@ -40,6 +40,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
 
 from ... import catalog, control_plane, provisioning
+from ...cidrs import CidrRule
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
@@ -150,11 +151,7 @@ class AzurePoolOptions:
 
 
 def _cidr(raw: Mapping, key: str, default: str) -> ipaddress.IPv4Network:
-    value = read_str(raw, key, "", default)
-    try:
-        return ipaddress.IPv4Network(value)
-    except ValueError as err:
-        raise ConfigError(key, f"'{value}' is not an IPv4 CIDR such as {default} ({err})") from None
+    return CidrRule(example=default).network(read_str(raw, key, "", default), key)
 
 
 def _check_networks(raw: Mapping, subnet_given: bool) -> dict[str, str]:

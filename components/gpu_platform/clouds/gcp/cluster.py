@@ -24,7 +24,6 @@ pure modules (``gcp_options``, ``gcp_pools``, ``gcp_networks``) and are unit-tes
 values are those of pulumi_gcp 10.2.0 (``container.Cluster``, ``container.NodePool``, ``compute.*``).
 """
 
-import ipaddress
 from dataclasses import replace
 from typing import Any, Optional, TypedDict
 
@@ -34,7 +33,17 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ... import catalog, control_plane, provisioning
-from ...component_args import DNS_LABEL, Args, Rule, at_least, between, choice, matching, offered_kubernetes_version
+from ...component_args import (
+    DNS_LABEL,
+    Args,
+    Rule,
+    at_least,
+    between,
+    choice,
+    cidr,
+    matching,
+    offered_kubernetes_version,
+)
 from ...config import PlatformConfig
 from ...errors import ConfigError
 from ...kube.common import child_opts, metadata
@@ -278,18 +287,6 @@ DISK_TYPE = matching(r"(pd|hyperdisk)-[a-z]+", "a boot disk type such as pd-bala
 AUTOSCALING_PROFILES = ("BALANCED", "OPTIMIZE_UTILIZATION")
 POOL_DRIVER_VERSIONS = (*gcp_options.DRIVER_VERSIONS, gcp_options.DRIVER_DISABLED)
 DEVICE_MODES = (gcp_networks.NET_DEVICE, gcp_networks.RDMA_DEVICE)
-GPU_NETWORK_PREFIX_MAX = 19
-"""The GPU NIC subnets are 32 equal slots of ``gpu_network_cidr``: a /19 gives /24s."""
-
-
-def _cidr_problem(value: str) -> Optional[str]:
-    try:
-        network = ipaddress.ip_network(value, strict=True)
-    except ValueError:
-        network = None
-    if network is None or network.version != 4:
-        return f"'{value}' is not an IPv4 CIDR range such as 10.0.0.0/20"
-    return None
 
 
 def _email_problem(value: str) -> Optional[str]:
@@ -301,7 +298,6 @@ def _project_problem(value: str) -> Optional[str]:
         f"'{value}' is not a project ID (6-30 lower-case letters, digits, '-')")
 
 
-CIDR = Rule(check=_cidr_problem)
 EMAIL = Rule(check=_email_problem)
 
 POOL_RULES: dict[str, Rule] = {
@@ -327,11 +323,11 @@ CLUSTER_RULES: dict[str, Rule] = {
     "release_channel": choice(*gcp_options.RELEASE_CHANNELS),
     "pods_range_name": RESOURCE_NAME,
     "services_range_name": RESOURCE_NAME,
-    "node_cidr": CIDR,
-    "pod_cidr": CIDR,
-    "service_cidr": CIDR,
-    "gpu_network_cidr": CIDR,
-    "proxy_only_cidr": CIDR,
+    "node_cidr": cidr(gcp_options.NODE_CIDR),
+    "pod_cidr": cidr(gcp_options.POD_CIDR),
+    "service_cidr": cidr(gcp_options.SERVICE_CIDR),
+    "gpu_network_cidr": cidr(gcp_options.GPU_NETWORK_CIDR),
+    "proxy_only_cidr": cidr(gcp_options.PROXY_ONLY_CIDR),
     "system_min_nodes": at_least(0),
     "system_max_nodes": at_least(1),
     "system_disk_size_gb": at_least(10),
@@ -343,7 +339,7 @@ CLUSTER_RULES: dict[str, Rule] = {
     "gpu_networks[].mtu": between(1300, 8896),
     "gpu_networks[].roce_zone": ZONE,
     "gpu_networks[].subnets[].name": DNS_LABEL,
-    "gpu_networks[].subnets[].cidr": CIDR,
+    "gpu_networks[].subnets[].cidr": cidr(gcp_options.GPU_SUBNET_CIDR),
     "gpu_networks[].subnets[].device_mode": choice(*DEVICE_MODES),
     **{f"gpu_pools[].{key}": rule for key, rule in POOL_RULES.items()},
 }
@@ -714,12 +710,8 @@ def check_cluster_args(name: str, raw: Any) -> dict[str, Any]:
     has_networks = bool(planned or args.get("gpu_networks"))
     if has_networks and args.get("multi_networking") is False:
         checker.fail("multi_networking", "GPU NIC networks need GKE multi-networking; remove multi_networking: false")
-    if "gpu_network_cidr" in args:
-        if not has_networks:
-            checker.fail("gpu_network_cidr", "no GPUDirect pool or gpu_networks takes GPU NIC subnets from it")
-        if ipaddress.ip_network(args["gpu_network_cidr"]).prefixlen > GPU_NETWORK_PREFIX_MAX:
-            checker.fail("gpu_network_cidr", f"'{args['gpu_network_cidr']}' is too small: GPU NIC subnets need a "
-                                             f"/{GPU_NETWORK_PREFIX_MAX} or larger")
+    if "gpu_network_cidr" in args and not has_networks:
+        checker.fail("gpu_network_cidr", "no GPUDirect pool or gpu_networks takes GPU NIC subnets from it")
     _check_rdma_zone(checker, pools, zone or region)
     _check_maintenance(checker, args, pools)
     if args.get("managed_dcgm"):

@@ -42,13 +42,13 @@ How a pool's VMs are bought (``nodePools[].provisioning``, `gpu_platform.provisi
   still chooses whether the VMs may use matching reservations.
 """
 
-import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ... import catalog, control_plane, provisioning
+from ...cidrs import CidrRule
 from ...config import (
     ConfigError,
     as_mapping,
@@ -87,6 +87,16 @@ DEFAULT_PROXY_ONLY_CIDR = "10.9.0.0/23"
 (10.8.0.0/20) ranges; a /23, the size Google recommends (Cloud Load Balancing "Proxy-only subnets")."""
 PROXY_ONLY_PREFIX_MAX = 26
 """The smallest proxy-only subnet Google accepts is a /26."""
+PROXY_ONLY_CIDR = CidrRule(example=DEFAULT_PROXY_ONLY_CIDR, max_prefix=PROXY_ONLY_PREFIX_MAX,
+                           sizes="a proxy-only subnet is a /26 or larger (a /23 is recommended)")
+"""``proxyOnlyCidr`` / ``proxy_only_cidr``."""
+GPU_NETWORK_PREFIX_MAX = 19
+"""The GPU NIC subnets are 32 equal slots of ``gpuNetworkCidr``: a /19 gives /24s."""
+GPU_NETWORK_CIDR = CidrRule(example="192.168.0.0/16", max_prefix=GPU_NETWORK_PREFIX_MAX,
+                            sizes=f"GPU NIC subnets need a /{GPU_NETWORK_PREFIX_MAX} or larger")
+"""``gpuNetworkCidr`` / ``gpu_network_cidr``."""
+GPU_SUBNET_CIDR = CidrRule(example="192.168.0.0/24")
+"""A GPU NIC subnet given to the cluster (``gpu_networks[].subnets[].cidr``)."""
 # GPUDriverInstallationConfig.GPUDriverVersion values a pool may choose when GKE installs the driver.
 # DEFAULT is the platform default: the driver GKE qualifies for the node version (cluster-toolkit's
 # gke-node-pool defaults to it too); LATEST tracks newer drivers sooner, and newer drivers have broken
@@ -173,6 +183,14 @@ class GcpClusterOptions:
     @property
     def regional(self) -> bool:
         return self.zone is None
+
+
+NODE_CIDR = CidrRule(example=GcpClusterOptions.node_cidr)
+"""``nodeCidr`` / ``node_cidr``: a new subnetwork's primary range."""
+POD_CIDR = CidrRule(example=GcpClusterOptions.pod_cidr)
+"""``podCidr`` / ``pod_cidr``."""
+SERVICE_CIDR = CidrRule(example=GcpClusterOptions.service_cidr)
+"""``serviceCidr`` / ``service_cidr``."""
 
 
 @dataclass(frozen=True)
@@ -376,12 +394,9 @@ def capacity_problem(*, mode: str, instance_type: str, min_nodes: int, max_nodes
 # Parsing
 
 
-def _read_cidr(raw: Mapping, key: str, path: str, default: str) -> str:
-    value = read_str(raw, key, path, default)
-    try:
-        return str(ipaddress.ip_network(value, strict=True))
-    except ValueError:
-        raise ConfigError(join(path, key), f"'{value}' is not an IPv4 CIDR range such as {default}") from None
+def _read_cidr(raw: Mapping, key: str, rule: CidrRule) -> str:
+    """A cluster CIDR key checked by ``rule``; its default is the rule's example (the field's default)."""
+    return rule.checked(read_str(raw, key, "", rule.example), key)
 
 
 def _proxy_only_cidr(raw: Mapping, config: Any, existing_network: bool) -> Optional[str]:
@@ -398,16 +413,12 @@ def _proxy_only_cidr(raw: Mapping, config: Any, existing_network: bool) -> Optio
         raise ConfigError("proxyOnlyCidr", "is required with an existing network: the range of its proxy-only subnet "
                                            f"(purpose REGIONAL_MANAGED_PROXY) in {config.region}, which the Gateway's "
                                            "proxies connect from")
-    cidr = _read_cidr(raw, "proxyOnlyCidr", "", DEFAULT_PROXY_ONLY_CIDR)
-    network = ipaddress.ip_network(cidr)
-    if network.prefixlen > PROXY_ONLY_PREFIX_MAX:
-        raise ConfigError("proxyOnlyCidr", f"'{cidr}' is too small: a proxy-only subnet is a /26 or larger (a /23 "
-                                           "is recommended)")
+    cidr = _read_cidr(raw, "proxyOnlyCidr", PROXY_ONLY_CIDR)
+    network = PROXY_ONLY_CIDR.network(cidr, "proxyOnlyCidr")
     if not existing_network:
-        for key, default in (("nodeCidr", GcpClusterOptions.node_cidr), ("podCidr", GcpClusterOptions.pod_cidr),
-                             ("serviceCidr", GcpClusterOptions.service_cidr)):
-            other = _read_cidr(raw, key, "", default)
-            if network.overlaps(ipaddress.ip_network(other)):
+        for key, rule in (("nodeCidr", NODE_CIDR), ("podCidr", POD_CIDR), ("serviceCidr", SERVICE_CIDR)):
+            other = _read_cidr(raw, key, rule)
+            if network.overlaps(rule.network(other, key)):
                 raise ConfigError("proxyOnlyCidr", f"'{cidr}' overlaps {key} ({other})")
     return cidr
 
@@ -462,9 +473,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
     for key in ("nodeCidr", "podCidr", "serviceCidr") if network is not None else ():
         if key in raw:
             raise ConfigError(key, "applies only to a new VPC; the given subnetwork has its own ranges")
-    gpu_cidr = _read_cidr(raw, "gpuNetworkCidr", "", GcpClusterOptions.gpu_network_cidr)
-    if ipaddress.ip_network(gpu_cidr).prefixlen > 19:
-        raise ConfigError("gpuNetworkCidr", f"'{gpu_cidr}' is too small: GPU NIC subnets need a /19 or larger")
+    gpu_cidr = _read_cidr(raw, "gpuNetworkCidr", GPU_NETWORK_CIDR)
     options = GcpClusterOptions(
         project=project,
         zone=zone,
@@ -473,9 +482,9 @@ def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
         subnetwork=subnetwork,
         pods_range_name=read_str(raw, "podsRangeName", "", "pods"),
         services_range_name=read_str(raw, "servicesRangeName", "", "services"),
-        node_cidr=_read_cidr(raw, "nodeCidr", "", GcpClusterOptions.node_cidr),
-        pod_cidr=_read_cidr(raw, "podCidr", "", GcpClusterOptions.pod_cidr),
-        service_cidr=_read_cidr(raw, "serviceCidr", "", GcpClusterOptions.service_cidr),
+        node_cidr=_read_cidr(raw, "nodeCidr", NODE_CIDR),
+        pod_cidr=_read_cidr(raw, "podCidr", POD_CIDR),
+        service_cidr=_read_cidr(raw, "serviceCidr", SERVICE_CIDR),
         gpu_network_cidr=gpu_cidr,
         private_nodes=read_bool(raw, "privateNodes", "", True),
         system_pool=_parse_system_pool(raw),

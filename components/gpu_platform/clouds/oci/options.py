@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ... import catalog, control_plane, provisioning
+from ...cidrs import CidrRule
 from ...config import ConfigError, join, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
 from . import upgrade as oci_upgrade
@@ -86,6 +87,10 @@ def compute_cluster_problem(shape: Any, spell_rdma: str) -> Optional[str]:
             f"{spell_rdma})")
 
 DEFAULT_VCN_CIDR = "10.0.0.0/16"
+VCN_CIDR = CidrRule(example=DEFAULT_VCN_CIDR, max_prefix=16,
+                    sizes="the API, worker, pod and load-balancer subnets need a /16 or larger")
+"""``vcnCidr`` / ``vcn_cidr`` / ``OkeVcn.cidr``: the block of the VCN the platform creates (`vcn_cidr_problem` adds
+what OKE asks of it beyond its size)."""
 DEFAULT_BOOT_VOLUME_GIB = 512
 # OCI block volume limits for boot volumes (pulumi_oci NodePoolNodeSourceDetails: "Minimum value is 50 GB").
 MIN_BOOT_VOLUME_GIB = 50
@@ -192,23 +197,12 @@ def _ad_numbers(values: list, path: str) -> tuple[int, ...]:
     return numbers
 
 
-def cidr_problem(value: str) -> Optional[str]:
-    """What is wrong with an IPv4 CIDR block, or None."""
-    try:
-        ipaddress.IPv4Network(value, strict=True)
-    except ValueError as err:
-        return f"'{value}' is not an IPv4 CIDR block ({err})"
-    return None
-
-
 def vcn_cidr_problem(value: str) -> Optional[str]:
     """What is wrong with the CIDR of a VCN the platform creates, or None."""
-    problem = cidr_problem(value)
+    problem = VCN_CIDR.problem(value)
     if problem:
         return problem
     network = ipaddress.IPv4Network(value)
-    if network.prefixlen > 16:
-        return f"'{value}' is too small; the API, worker, pod and load-balancer subnets need a /16 or larger"
     if not network.is_private:
         return f"'{value}' is not a private (RFC 1918) range"
     if network.overlaps(ipaddress.IPv4Network(SERVICES_CIDR)):
