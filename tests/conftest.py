@@ -1,8 +1,14 @@
-"""Shared pytest set-up: the public mock-harness fixture and small config builders."""
+"""Shared pytest set-up: the public mock-harness fixture, small config builders and the reference stacks' plans."""
+
+import pickle
+from functools import cache
+from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["gpu_platform.testing"]
+
+STACKS_DIR = Path(__file__).resolve().parent.parent / "stacks"
 
 
 def aws_pool(**overrides):
@@ -14,3 +20,51 @@ def aws_pool(**overrides):
 def aws_config():
     """A minimal valid AWS stack configuration (namespace stripped)."""
     return {"cloud": "aws", "region": "us-west-2", "nodePools": [aws_pool()]}
+
+
+# Planning a reference stack takes one to several seconds, and most stacks are read by a dozen test files: each is
+# planned once per test process (per pytest-xdist worker) and the same StackPlan goes to every test that reads it.
+# A shared plan is read only. A test that needs to change one plans its own stack (plan.plan_stack), or deep-copies.
+# `_shared_plans_unchanged` holds them to that: after each test file, every plan the file read is compared with the
+# fingerprint it had when it was planned, and the file's last test fails naming the stack if it changed.
+_fingerprints: dict[str, bytes] = {}
+_read_by_this_file: set[str] = set()
+
+
+def _fingerprint(result) -> bytes:
+    return pickle.dumps((result.config, result.recording.registrations, result.recording.exports, result.manifests,
+                         result.errors), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+@cache
+def _plan(stack: str):
+    from gpu_platform import plan
+
+    result = plan.plan_stack(stack, STACKS_DIR / f"Pulumi.{stack}.yaml")
+    _fingerprints[stack] = _fingerprint(result)
+    return result
+
+
+def planned_stack(stack: str):
+    """The `StackPlan` of ``stacks/Pulumi.<stack>.yaml`` (`gpu_platform.plan.plan_stack`), planned once per test
+    process and shared: read it, never change it."""
+    result = _plan(stack)
+    _read_by_this_file.add(stack)
+    return result
+
+
+def reference_stacks() -> list[str]:
+    """Every reference stack's name (``stacks/Pulumi.<stack>.yaml``), sorted."""
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared_plans_unchanged(request):
+    _read_by_this_file.clear()
+    yield
+    changed = sorted(s for s in _read_by_this_file if _fingerprint(_plan(s)) != _fingerprints[s])
+    _read_by_this_file.clear()
+    if changed:
+        _plan.cache_clear()  # later files get fresh plans
+        pytest.fail(f"{request.node.name} changed the shared plan of {', '.join(changed)} (tests/conftest.py "
+                    "planned_stack): copy.deepcopy it, or plan the stack in the test", pytrace=False)

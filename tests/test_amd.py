@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 from chart_keys import load_keys, unknown_keys
+from conftest import planned_stack
 
-from gpu_platform import catalog, plan, versions
+from gpu_platform import catalog, versions
 from gpu_platform.clouds.azure.specs import agent_pool_properties, default_gpu_driver
 from gpu_platform.clouds.oci import rdma as oci_rdma
 from gpu_platform.config import parse_config
@@ -248,7 +249,7 @@ def test_dashboard_queries_the_exporter_metric_names():
 
 @pytest.fixture(scope="module", params=["azure-mi300x", "oci-mi300x"])
 def stack(request):
-    result = plan.plan_stack(request.param, plan.discover_stacks()[request.param])
+    result = planned_stack(request.param)
     assert result.errors == []
     return request.param, result
 
@@ -297,7 +298,7 @@ def test_stack_kueue_and_quotas_count_amd_gpus(stack):
 
 
 def test_azure_stack_pool_and_driver_image():
-    result = plan.plan_stack("azure-mi300x", plan.discover_stacks()["azure-mi300x"])
+    result = planned_stack("azure-mi300x")
     pool = result.recording.one("azure-native:containerservice:AgentPool").inputs
     assert pool["gpuProfile"] == {"driver": "None"}
     assert pool["osSKU"] == "Ubuntu"
@@ -307,7 +308,7 @@ def test_azure_stack_pool_and_driver_image():
 
 
 def test_oci_stack_pool_image_device_plugin_switch_and_rccl():
-    result = plan.plan_stack("oci-mi300x", plan.discover_stacks()["oci-mi300x"])
+    result = planned_stack("oci-mi300x")
     pool = result.recording.one("oci:ContainerEngine/nodePool:NodePool").inputs
     assert pool["nodeShape"] == "BM.GPU.MI300X.8"
     assert pool["nodeSourceDetails"]["imageId"] == OCI_IMAGE

@@ -3,8 +3,7 @@ pool falls back to (its Kueue flavor last), GKE's queued-provisioning admission 
 labels each cloud's nodes carry."""
 
 import pytest
-
-from gpu_platform import plan
+from conftest import planned_stack
 
 TOPOLOGY = {
     "aws-dev": ("gpu-network-aws-3", ["topology.kubernetes.io/zone", "topology.k8s.aws/network-node-layer-1",
@@ -24,7 +23,7 @@ FALLBACK = {"aws-dev": ("l4-infer", "l4-spot"), "azure-dev": ("a100-infer", "a10
 
 @pytest.fixture(scope="module", params=sorted(TOPOLOGY))
 def planned(request):
-    result = plan.plan_stack(request.param, plan.discover_stacks()[request.param])
+    result = planned_stack(request.param)
     assert result.errors == []
     return request.param, result
 

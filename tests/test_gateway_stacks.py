@@ -6,6 +6,7 @@ Gateway API on and gets its proxy-only subnet."""
 import json
 
 import pytest
+from conftest import planned_stack
 
 from gpu_platform import plan
 from gpu_platform.config import parse_config, strip_namespace
@@ -23,7 +24,7 @@ PUBLISHING = sorted(s for s, path in STACKS.items()
 
 @pytest.fixture(scope="module")
 def planned():
-    return {stack: plan.plan_stack(stack, path) for stack, path in STACKS.items()}
+    return {stack: planned_stack(stack) for stack in STACKS}
 
 
 def test_the_reference_stacks_that_publish():

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import planned_stack
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
@@ -18,7 +19,6 @@ from gpu_platform import labels
 from gpu_platform.cli import build_parser
 from gpu_platform.health import dispatch
 from gpu_platform.kube import health_objects
-from gpu_platform.plan import plan_stack
 from gpu_platform.pools import GpuPool
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
@@ -311,7 +311,7 @@ def test_a_template_argument_names_its_cap(value):
 
 @pytest.fixture(scope="module")
 def karpenter():
-    result = plan_stack("aws-karpenter", STACKS / "Pulumi.aws-karpenter.yaml")
+    result = planned_stack("aws-karpenter")
     assert result.errors == []
     return result.manifests
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import planned_stack
 
-from gpu_platform import health_catalog, health_config, labels, plan, versions
+from gpu_platform import health_catalog, health_config, labels, versions
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
 from gpu_platform.kube import alerts, health_monitoring, health_objects, health_placement
@@ -488,7 +489,7 @@ def test_every_key_changes_the_plan(default_stack, health, read):
 
 
 def test_a_reference_stack_plans_the_health_layer_valid_against_the_schemas():
-    result = plan.plan_stack("aws-dev", plan.discover_stacks()["aws-dev"])
+    result = planned_stack("aws-dev")
     assert result.errors == []
     found = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in result.manifests}
     assert {("Namespace", None, "gpu-health"), ("DaemonSet", "gpu-health", "gpu-node-problem-detector"),

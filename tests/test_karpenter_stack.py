@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from conftest import planned_stack
 
 from gpu_platform.clouds import aws
 from gpu_platform.clouds.aws.karpenter import karpenter_from_config
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.plan import plan_stack
 from gpu_platform.testing import run_program
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
@@ -27,7 +27,7 @@ def deps(reg):
 
 @pytest.fixture(scope="module")
 def stack():
-    result = plan_stack("aws-karpenter", STACKS / "Pulumi.aws-karpenter.yaml")
+    result = planned_stack("aws-karpenter")
     assert result.errors == []
     return result
 

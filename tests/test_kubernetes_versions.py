@@ -5,11 +5,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import planned_stack
 
 from gpu_platform import config_model
 from gpu_platform.clouds import aws, azure, gcp, oci
 from gpu_platform.config import ConfigError, parse_config
-from gpu_platform.plan import plan_stack, summary
+from gpu_platform.plan import summary
 from gpu_platform.pool_builder import pool_args
 from gpu_platform.testing import run_program
 from gpu_platform.upgrades import kubernetes_versions as kv
@@ -183,7 +184,7 @@ def test_every_reference_stack_is_on_the_default():
 
 
 def test_summary_warns_with_an_injected_today():
-    plan = plan_stack("aws-dev", STACKS / "Pulumi.aws-dev.yaml")
+    plan = planned_stack("aws-dev")
     assert plan.errors == []
     lines = summary(plan, today=datetime.date(2027, 5, 5)).splitlines()
     assert lines[1] == ("  WARNING Kubernetes 1.36 leaves EKS standard support on 2027-08-02 (in 89 days); plan an "

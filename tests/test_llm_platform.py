@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from conftest import planned_stack
 
-from gpu_platform import plan, versions
+from gpu_platform import versions
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
 from gpu_platform.plan import render_manifests
@@ -81,7 +82,7 @@ def server(found: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def aws_dev():
-    result = plan.plan_stack("aws-dev", plan.discover_stacks()["aws-dev"])
+    result = planned_stack("aws-dev")
     assert result.errors == []
     return result
 

@@ -1,6 +1,7 @@
 """The monitoring lockdown: Grafana without Secret access, and who may reach Prometheus, Alertmanager and Grafana."""
 
 import pytest
+from conftest import planned_stack
 from network_policy_eval import Endpoint, admitted
 
 from gpu_platform import plan
@@ -162,7 +163,7 @@ def test_client_namespaces_are_checked():
 
 @pytest.fixture(scope="module")
 def planned():
-    return {stack: plan.plan_stack(stack, path) for stack, path in plan.discover_stacks().items()}
+    return {stack: planned_stack(stack) for stack in plan.discover_stacks()}
 
 
 def _objects(result, kind):

@@ -1,6 +1,7 @@
 """Pod Security Admission on every namespace the platform creates: the decision table, and every reference stack."""
 
 import pytest
+from conftest import planned_stack
 from network_policy_eval import Endpoint, admitted
 
 from gpu_platform import labels, plan
@@ -150,7 +151,7 @@ def test_keda_monitoring_namespace_needs_monitoring():
 
 @pytest.fixture(scope="module")
 def planned():
-    return {stack: plan.plan_stack(stack, path) for stack, path in plan.discover_stacks().items()}
+    return {stack: planned_stack(stack) for stack in plan.discover_stacks()}
 
 
 def _namespaces(result) -> dict[str, dict]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from chart_keys import load_keys, unknown_keys
+from conftest import planned_stack
 
 from gpu_platform import catalog, labels, versions
 from gpu_platform.clouds.aws import cluster as aws_cluster
@@ -17,7 +18,6 @@ from gpu_platform.errors import ConfigError
 from gpu_platform.kube import dashboards, neuron_values, rdma_specs
 from gpu_platform.kube.neuron import checked_args
 from gpu_platform.labels import Taint
-from gpu_platform.plan import plan_stack
 from gpu_platform.pools import GpuPool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ CHART_KEYS = KEYS / "neuron-helm-chart-1.10.0.keys"
 
 @pytest.fixture(scope="module")
 def planned():
-    result = plan_stack("aws-neuron", STACK)
+    result = planned_stack("aws-neuron")
     assert result.errors == []
     return result
 
@@ -353,7 +353,7 @@ def test_kueue_flavors_and_team_quotas_count_neuron_devices(planned):
 
 
 def test_nvidia_only_stacks_get_no_neuron_layer():
-    result = plan_stack("aws-karpenter", ROOT / "stacks" / "Pulumi.aws-karpenter.yaml")
+    result = planned_stack("aws-karpenter")
     assert not [r for r in result.recording.of_type(RELEASE) if "neuron" in r.inputs["chart"]]
     assert "aws-neuron" not in _manifests(result, "Namespace")
 

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
+from conftest import planned_stack
 
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.plan import plan_stack
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -18,12 +18,12 @@ def deps(reg):
 
 @pytest.fixture(scope="module")
 def existing():
-    return plan_stack("existing", STACKS / "Pulumi.existing.yaml")
+    return planned_stack("existing")
 
 
 @pytest.fixture(scope="module")
 def aws_dev():
-    return plan_stack("aws-dev", STACKS / "Pulumi.aws-dev.yaml")
+    return planned_stack("aws-dev")
 
 
 def test_existing_cluster_gets_the_full_operator_and_the_network_operator(existing):

@@ -5,8 +5,8 @@ import json
 
 import pulumi
 import pytest
+from conftest import planned_stack
 
-from gpu_platform import plan
 from gpu_platform.clouds.oci import cluster_from_config
 from gpu_platform.config import parse_config
 from gpu_platform.testing import run_program
@@ -226,7 +226,7 @@ def test_existing_compute_cluster_is_joined_not_created():
 
 
 def test_oci_dev_reference_stack_plans_a10_inference_and_h100_rdma_training():
-    result = plan.plan_stack("oci-dev", plan.discover_stacks()["oci-dev"])
+    result = planned_stack("oci-dev")
     assert result.errors == []
     pools = {r.inputs["name"]: r.inputs for r in result.recording.of_type(NODE_POOL)}
     assert {name: p["nodeShape"] for name, p in pools.items()} == {

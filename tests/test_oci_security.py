@@ -4,8 +4,9 @@ NetworkPolicy engine (Calico, policy-only) beside the VCN-native CNI. Exact inpu
 
 import pulumi
 import pytest
+from conftest import planned_stack
 
-from gpu_platform import plan, schemas, testing, versions
+from gpu_platform import schemas, testing, versions
 from gpu_platform.clouds.oci import OkeCluster, OkeClusterAutoscaler, cluster_from_config
 from gpu_platform.clouds.oci import network as oci_network
 from gpu_platform.clouds.oci.autoscaler import oke_autoscaler_from_config, policy_statements
@@ -258,7 +259,7 @@ def test_autoscaler_uses_workload_identity_with_oracles_six_compartment_scoped_s
 
 
 def test_reference_oci_stack_plans_allow_listed_encrypted_and_without_instance_principals():
-    result = plan.plan_stack("oci-dev", plan.discover_stacks()["oci-dev"])
+    result = planned_stack("oci-dev")
     assert result.errors == []
     cluster = result.recording.one(CLUSTER).inputs
     # The stack lists one example range: a public IP, reachable on 6443 from that range only.

@@ -4,6 +4,7 @@ import json
 
 import pytest
 import yaml
+from conftest import planned_stack
 
 from gpu_platform import cli, plan
 
@@ -24,7 +25,7 @@ def test_reference_stacks_exist():
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_stack_plans_with_valid_manifests(stack):
-    result = plan.plan_stack(stack, plan.discover_stacks()[stack])
+    result = planned_stack(stack)
     assert result.errors == []
     assert result.manifests, "a stack creates Kubernetes objects"
     for obj in result.manifests:

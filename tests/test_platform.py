@@ -1,10 +1,10 @@
 """`GpuPlatform` wiring: every Kubernetes object waits for the cluster through one gated provider."""
 
-from gpu_platform import plan
+from conftest import planned_stack
 
 
 def test_kubernetes_layers_use_a_provider_that_waits_for_the_cluster():
-    rec = plan.plan_stack("aws-dev", plan.discover_stacks()["aws-dev"]).recording
+    rec = planned_stack("aws-dev").recording
     gated = rec.one("pulumi:providers:kubernetes", "aws-dev-kubernetes")
     node_groups = {r.urn for r in rec.of_type("aws:eks/nodeGroup:NodeGroup")}
     assert node_groups and node_groups <= set(gated.dependencies)
@@ -16,7 +16,7 @@ def test_kubernetes_layers_use_a_provider_that_waits_for_the_cluster():
 
 
 def test_team_objects_wait_for_kueue_only():
-    rec = plan.plan_stack("existing", plan.discover_stacks()["existing"]).recording
+    rec = planned_stack("existing").recording
     kueue = rec.one("kubernetes:helm.sh/v3:Release", "existing-scheduling-kueue")
     local_queue = next(r for r in rec if r.type.endswith(":LocalQueue"))
     assert kueue.urn in local_queue.dependencies

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import yaml
+from conftest import planned_stack
 
 from gpu_platform import plan
 
@@ -19,7 +20,7 @@ DEVICE_PLUGIN_OFF = '"nvidia.com/gpu.deploy.device-plugin": "false"'
 
 @pytest.fixture(scope="module", params=sorted(RACK_STACKS))
 def planned(request):
-    result = plan.plan_stack(request.param, plan.discover_stacks()[request.param])
+    result = planned_stack(request.param)
     assert result.errors == []
     return request.param, result
 
@@ -117,6 +118,6 @@ def test_kueue_counts_the_claimed_gpus_and_channels(planned):
     ("oci-gb200", "aarch64"),
 ])
 def test_the_rack_boots_an_arm64_image(stack, boots_arm64):
-    result = plan.plan_stack(stack, plan.discover_stacks()[stack])
+    result = planned_stack(stack)
     rack = next(p for p in result.config.gpu_pools() if p.dra)
     assert boots_arm64 in node_pool_inputs(stack, result, rack.name)

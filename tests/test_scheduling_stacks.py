@@ -7,6 +7,7 @@ or TPU pools), and every object valid against its schema (Kueue's vendored CRDs 
 import functools
 
 import pytest
+from conftest import planned_stack
 
 from gpu_platform import catalog, labels, plan, versions
 from gpu_platform.kube import autoscaling_plan
@@ -18,7 +19,7 @@ STACKS = sorted(plan.discover_stacks())
 
 @functools.cache
 def planned(stack: str) -> plan.StackPlan:
-    return plan.plan_stack(stack, plan.discover_stacks()[stack])
+    return planned_stack(stack)
 
 
 def objects(stack: str, kind: str, namespace=None) -> dict[str, dict]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from conftest import planned_stack
 
-from gpu_platform import plan
 from gpu_platform.clouds.azure import cluster_from_config
 from gpu_platform.clouds.azure import storage_options as so
 from gpu_platform.config import parse_config
@@ -209,7 +209,7 @@ LUSTRE_MANIFESTS = [
 
 @pytest.fixture(scope="module")
 def azure_dev():
-    return plan.plan_stack("azure-dev", ROOT / "stacks" / "Pulumi.azure-dev.yaml")
+    return planned_stack("azure-dev")
 
 
 def test_azure_dev_plans_the_smallest_amlfs(azure_dev):

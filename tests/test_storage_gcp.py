@@ -3,6 +3,7 @@ volume sources the Kubernetes layer mounts, under the mock engine; the pure rule
 
 import pulumi
 import pytest
+from conftest import planned_stack
 
 from gpu_platform import testing
 from gpu_platform.clouds import gcp
@@ -211,11 +212,7 @@ def test_pure_names_and_zone_choice():
 
 @pytest.fixture(scope="module")
 def gcp_dev():
-    from pathlib import Path
-
-    from gpu_platform import plan
-
-    return plan.plan_stack("gcp-dev", Path(__file__).resolve().parent.parent / "stacks" / "Pulumi.gcp-dev.yaml")
+    return planned_stack("gcp-dev")
 
 
 def pod_mounts(manifests, name):

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from conftest import planned_stack
 
 from gpu_platform import plan, versions
 from gpu_platform.config import parse_config, strip_namespace
@@ -465,7 +466,7 @@ def test_the_cached_download_skips_a_marked_model(tmp_path):
 
 
 def test_the_existing_stack_plans_its_storage():
-    stack_plan = plan.plan_stack("existing", ROOT / "stacks" / "Pulumi.existing.yaml")
+    stack_plan = planned_stack("existing")
     assert stack_plan.errors == []
     claims = {(m["metadata"]["namespace"], m["metadata"]["name"]): m["spec"] for m in stack_plan.manifests
               if m["kind"] == "PersistentVolumeClaim"}

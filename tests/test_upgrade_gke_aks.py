@@ -3,8 +3,9 @@ composed components, that every ``upgrade`` key and the window change the plan, 
 
 import pulumi
 import pytest
+from conftest import planned_stack
 
-from gpu_platform import plan, pool_args
+from gpu_platform import pool_args
 from gpu_platform.clouds.azure import AksCluster, AksGpuNodePool
 from gpu_platform.clouds.azure import upgrade as aks_upgrade
 from gpu_platform.clouds.gcp import GkeCluster, GkeGpuNodePool
@@ -39,7 +40,7 @@ AKS_INFERENCE = {"maxSurge": "1", "maxUnavailable": "0"}
 
 
 def _planned(stack):
-    planned = plan.plan_stack(stack, plan.discover_stacks()[stack])
+    planned = planned_stack(stack)
     assert not planned.errors
     return planned.recording, planned.config
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from conftest import planned_stack
 
 from gpu_platform.clouds import aws
 from gpu_platform.clouds.aws import upgrade as aws_upgrade
@@ -15,7 +16,6 @@ from gpu_platform.clouds.oci import OkeGpuNodePool
 from gpu_platform.clouds.oci import cluster_from_config as oci_cluster_from_config
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.plan import plan_stack
 from gpu_platform.pool_builder import pool_args
 from gpu_platform.schemas import validate_manifest
 from gpu_platform.testing import run_program
@@ -37,14 +37,14 @@ CLOSED_DEFAULT = {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 12 * * 6"
 
 @pytest.fixture(scope="module")
 def aws_dev():
-    result = plan_stack("aws-dev", STACKS / "Pulumi.aws-dev.yaml")
+    result = planned_stack("aws-dev")
     assert result.errors == []
     return result.recording
 
 
 @pytest.fixture(scope="module")
 def oci_dev():
-    result = plan_stack("oci-dev", STACKS / "Pulumi.oci-dev.yaml")
+    result = planned_stack("oci-dev")
     assert result.errors == []
     return result.recording
 

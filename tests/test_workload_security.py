@@ -8,6 +8,7 @@ file; the only ways past a check are the named exemptions below and `versions.UN
 import copy
 
 import pytest
+from conftest import planned_stack
 
 from gpu_platform import catalog, config, plan, versions
 from gpu_platform.kube import autoscaling_plan, tpu_objects, workloads
@@ -142,7 +143,7 @@ def manifests():
     """Every Kubernetes object of every reference stack (each stack planned once)."""
     out = {}
     for stack in STACKS:
-        result = plan.plan_stack(stack, plan.discover_stacks()[stack])
+        result = planned_stack(stack)
         assert result.errors == [], (stack, result.errors)
         out[stack] = result.manifests
     return out

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import planned_stack
 
 from gpu_platform import labels
 from gpu_platform.config import parse_config
@@ -401,7 +402,7 @@ def test_every_reference_stack_deploys_the_app_on_its_inference_pool(tmp_path):
     expected = {"aws-dev": "l4-infer", "azure-dev": "a100-infer", "existing": "a100-infer", "gcp-dev": "l4-infer",
                 "oci-dev": "a10-infer"}
     for stack, pool in expected.items():
-        plan = plan_stack(stack, ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+        plan = planned_stack(stack)
         assert plan.errors == []
         service = plan.recording.one("gpuplatform:index:InferenceService", f"{stack}-inference")
         keda = plan.recording.one("gpuplatform:index:KedaOperator", f"{stack}-keda")
