@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform import catalog, config, control_plane, gateway_config, generate, llm_config
+from gpu_platform import catalog, config, control_plane, gateway_config, generate, llm_config, node_pools
 from gpu_platform.docgen import config_reference
 from gpu_platform.docgen.accepted_keys import key_checks
 from gpu_platform.testing import run_program
@@ -51,8 +51,8 @@ def _checked(module, function: str) -> set[str]:
 EXPECTED_SECTIONS = {
     "top-level-keys": lambda: config.TOP_LEVEL_KEYS,
     "nodepools": lambda: config.POOL_KEYS,
-    "nodepools-sharing": lambda: _checked(config, "parse_sharing"),
-    "nodepools-taints": lambda: _checked(config, "parse_taint"),
+    "nodepools-sharing": lambda: _checked(node_pools, "parse_sharing"),
+    "nodepools-taints": lambda: _checked(node_pools, "parse_taint"),
     "teams": lambda: _checked(config, "parse_team"),
     **{name: (lambda n=name: _checked(config, f"parse_{n}")) for name in config_reference.SECTIONS},
     "llm": lambda: _checked(llm_config, "parse_llm"),
@@ -77,12 +77,16 @@ def test_every_accepted_key_is_in_the_reference(anchor):
 
 def test_every_key_check_of_the_parsers_is_a_documented_section():
     """A parser section with a check_keys call the reference does not know would go undocumented."""
-    sections = {"parse_sharing", "parse_taint", "parse_team", *(f"parse_{n}" for n in config_reference.SECTIONS)}
-    computed = {"parse_node_pool", "_parse"}  # POOL_KEYS / TOP_LEVEL_KEYS plus the cloud's keys
+    sections = {"parse_team", *(f"parse_{n}" for n in config_reference.SECTIONS)}
+    computed = {"_parse"}  # TOP_LEVEL_KEYS
     how = "add a Section for it in gpu_platform/docgen/config_reference.py and an entry in EXPECTED_SECTIONS"
     checks = key_checks(config)
     assert {c.function for c in checks if c.keys is not None} == sections, how
     assert {c.function for c in checks if c.keys is None} == computed, how
+    # The nodePools[] entry parser: POOL_KEYS plus the cloud's keys, and its sharing and taints sections.
+    pool_checks = key_checks(node_pools)
+    assert {c.function for c in pool_checks if c.keys is not None} == {"parse_sharing", "parse_taint"}, how
+    assert {c.function for c in pool_checks if c.keys is None} == {"parse_node_pool"}, how
     for cloud in CLOUDS:
         nested = {c.function for c in key_checks(_options(cloud))}
         assert nested == ({"_parse_system_pool"} if cloud == "gcp" else set()), (cloud, how)

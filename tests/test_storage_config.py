@@ -5,6 +5,7 @@ import types
 
 import pytest
 
+from gpu_platform import clouds as clouds_module
 from gpu_platform import config as config_module
 from gpu_platform import storage_config as sc
 from gpu_platform.config import parse_config
@@ -23,13 +24,13 @@ def existing_raw(**extra) -> dict:
 @pytest.fixture
 def no_cloud_rules(monkeypatch):
     """Clouds' ``check_storage`` hooks out of the way: the generic rules alone (the clouds test their own)."""
-    real = config_module.options_module
+    real = clouds_module.options_module
 
     def options(cloud: str):
         module = real(cloud)
         return types.SimpleNamespace(**{k: v for k, v in vars(module).items() if k != "check_storage"})
 
-    monkeypatch.setattr(config_module, "options_module", options)
+    monkeypatch.setattr(clouds_module, "options_module", options)
 
 
 def parse(section: dict, cloud: str = "aws") -> sc.StorageConfig:
@@ -69,14 +70,14 @@ def test_every_key_is_read(no_cloud_rules):
 
 def test_the_clouds_hook_sees_the_parsed_section_and_its_raw_keys(monkeypatch):
     seen = []
-    real = config_module.options_module
+    real = clouds_module.options_module
 
     def options(cloud: str):
         module = types.SimpleNamespace(**vars(real(cloud)))
         module.check_storage = lambda storage, raw: seen.append((storage, dict(raw)))
         return module
 
-    monkeypatch.setattr(config_module, "options_module", options)
+    monkeypatch.setattr(clouds_module, "options_module", options)
     section = {"sharedFileSystem": {"sizeGiB": 2400}}
     storage = parse(section)
     assert seen == [(storage, section)]
@@ -86,12 +87,12 @@ def test_the_clouds_hook_sees_the_parsed_section_and_its_raw_keys(monkeypatch):
 
 
 def test_the_clouds_hook_refuses_with_its_own_line(monkeypatch):
-    real = config_module.options_module
+    real = clouds_module.options_module
 
     def refuse(storage, raw):
         raise ConfigError("storage.sharedFileSystem.sizeGiB", "must be a multiple of 2400")
 
-    monkeypatch.setattr(config_module, "options_module",
+    monkeypatch.setattr(clouds_module, "options_module",
                         lambda cloud: types.SimpleNamespace(**{**vars(real(cloud)), "check_storage": refuse}))
     assert error({"sharedFileSystem": {"sizeGiB": 1000}}) == (
         "storage.sharedFileSystem.sizeGiB: must be a multiple of 2400")

@@ -9,15 +9,19 @@ default documented on its field. Cloud-specific keys are parsed by ``clouds/<clo
 modules without cloud SDK imports), so each cloud owns its own settings and rules.
 """
 
-import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Optional
 
-from . import catalog, gpu_allocation, labels, priorities, provisioning
+from . import catalog, gpu_allocation, priorities, provisioning
+from .clouds import options_module
 from .config_model import (  # noqa: F401  (re-exported: the configuration's public types)
     DEFAULT_KUBERNETES_VERSION,
+    OPTIMIZER_ACTIONS,
+    VPA_MODES,
+    VPA_RESOURCES,
+    VPA_WORKLOADS,
     AutoscalingConfig,
     InferenceConfig,
     MonitoringConfig,
@@ -32,305 +36,48 @@ from .config_model import (  # noqa: F401  (re-exported: the configuration's pub
     gpu_pool,
 )
 from .errors import ConfigError, check_keys, did_you_mean, join, one_of  # noqa: F401  (check_keys, join: re-exported)
+from .fields import (  # noqa: F401  (re-exported: the readers' former home)
+    DNS_LABEL,
+    HOST_NAME,
+    MODEL_ID,
+    as_mapping,
+    read_bool,
+    read_dns_label,
+    read_enum,
+    read_float,
+    read_int,
+    read_list,
+    read_str,
+    read_string_map,
+)
+from .fields import section as _section
 from .gateway_config import parse_gateway
+from .gpu_software import DEFAULT_GPU_SOFTWARE, GPU_SOFTWARE, default_gpu_software  # noqa: F401  (re-exported)
+from .gpu_software import check_pool_software as _check_pool_software
 from .health_config import check_health, parse_health
 from .kube.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
 from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
 from .llm_config import check_llm, parse_llm
-from .pools import SHARING_MODES, Sharing
-from .storage_config import check_storage_quotas, parse_storage
+from .node_pools import (  # noqa: F401  (re-exported: the nodePools parser's former home)
+    POOL_KEYS,
+    POOL_ROLES,
+    _with_allocation,
+    parse_node_pool,
+    parse_sharing,
+    parse_taint,
+)
+from .storage_config import parse_storage
+from .storage_quotas import check_storage_quotas
 from .upgrades import kubernetes_versions
 from .upgrades.maintenance import parse_maintenance
-from .upgrades.pool_upgrade import parse_pool_upgrade
 
 NAMESPACE = "gpu-platform"
-GPU_SOFTWARE = ("operator", "device-plugin", "cloud-managed")
-# What each cloud's own documentation recommends (DESIGN, research notes k8s_layer §1.1):
-# EKS NVIDIA AMIs carry driver + toolkit but no device plugin; AKS likewise; GKE installs driver and plugin;
-# OKE GPU images carry the driver and OKE runs its NVIDIA device plugin; bare clusters need the full operator.
-DEFAULT_GPU_SOFTWARE = {
-    "aws": "device-plugin",
-    "azure": "device-plugin",
-    "gcp": "cloud-managed",
-    "oci": "cloud-managed",
-    "existing": "operator",
-}
-POOL_ROLES = ("general", "inference", "training")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 KUBERNETES_VERSION = re.compile(r"^1\.(2[5-9]|3[0-9])$")
 SECRET_PLACEHOLDER = "[secret]"
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Field readers: each raises ConfigError with the field's path.
-
-
-def as_mapping(value: Any, path: str) -> Mapping:
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
-    return value
-
-
-def read_str(raw: Mapping, key: str, path: str, default: Optional[str] = None, required: bool = False) -> Any:
-    if key not in raw or raw[key] is None:
-        if required:
-            raise ConfigError(join(path, key), "is required")
-        return default
-    value = raw[key]
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ConfigError(join(path, key), f"must be a string, got {type(value).__name__}")
-    return value if isinstance(value, Secret) else str(value)
-
-
-def read_int(raw: Mapping, key: str, path: str, default: Optional[int] = None, minimum: Optional[int] = None,
-             required: bool = False) -> Any:
-    if key not in raw or raw[key] is None:
-        if required:
-            raise ConfigError(join(path, key), "is required")
-        return default
-    value = raw[key]
-    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-        value = int(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(join(path, key), f"must be an integer, got {raw[key]!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(join(path, key), f"must be >= {minimum}, got {value}")
-    return value
-
-
-def read_float(raw: Mapping, key: str, path: str, default: float, minimum: float = 0.0,
-               maximum: Optional[float] = None) -> float:
-    if key not in raw or raw[key] is None:
-        return default
-    value = raw[key]
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(join(path, key), f"must be a number, got {value!r}") from None
-    if number < minimum or (maximum is not None and number > maximum):
-        bound = f"between {minimum:g} and {maximum:g}" if maximum is not None else f">= {minimum:g}"
-        raise ConfigError(join(path, key), f"must be {bound}, got {number:g}")
-    return number
-
-
-def read_bool(raw: Mapping, key: str, path: str, default: bool = False) -> bool:
-    if key not in raw or raw[key] is None:
-        return default
-    value = raw[key]
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    if not isinstance(value, bool):
-        raise ConfigError(join(path, key), f"must be true or false, got {value!r}")
-    return value
-
-
-def read_enum(raw: Mapping, key: str, path: str, choices: tuple[str, ...], default: Optional[str] = None,
-              required: bool = False) -> Any:
-    value = read_str(raw, key, path, default, required)
-    if value is not None and value not in choices:
-        raise ConfigError(join(path, key), one_of(value, choices))
-    return value
-
-
-def read_list(raw: Mapping, key: str, path: str, required: bool = False, non_empty: bool = False) -> list:
-    if key not in raw or raw[key] is None:
-        if required:
-            raise ConfigError(join(path, key), "is required")
-        return []
-    value = raw[key]
-    if not isinstance(value, list):
-        raise ConfigError(join(path, key), f"must be a list, got {type(value).__name__}")
-    if non_empty and not value:
-        raise ConfigError(join(path, key), "must have at least one entry")
-    return value
-
-
-def read_string_map(raw: Mapping, key: str, path: str) -> dict[str, str]:
-    if key not in raw or raw[key] is None:
-        return {}
-    value = as_mapping(raw[key], join(path, key))
-    out = {}
-    for k, v in value.items():
-        if isinstance(v, (dict, list)) or v is None:
-            raise ConfigError(join(join(path, key), str(k)), "must be a string")
-        out[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
-    return out
-
-
-def read_dns_label(raw: Mapping, key: str, path: str) -> str:
-    value = read_str(raw, key, path, required=True)
-    if not DNS_LABEL.match(value):
-        raise ConfigError(join(path, key), f"'{value}' is not a DNS label (lower-case letters, digits and '-', "
-                                            "starting and ending with a letter or digit, at most 63 characters)")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Sections
-
-
-def parse_taint(value: Any, path: str) -> labels.Taint:
-    """A taint from ``key=value:Effect`` or ``{key, value, effect}``."""
-    if isinstance(value, str):
-        match = re.fullmatch(r"([^=:\s]+)(?:=([^:\s]*))?:(\w+)", value)
-        if not match:
-            raise ConfigError(path, f"'{value}' is not a taint of the form key=value:Effect")
-        key, val, effect = match.group(1), match.group(2) or "", match.group(3)
-    else:
-        raw = as_mapping(value, path)
-        check_keys(raw, {"key", "value", "effect"}, path)
-        key = read_str(raw, "key", path, required=True)
-        val = read_str(raw, "value", path, "")
-        effect = read_str(raw, "effect", path, "NoSchedule")
-    if effect not in labels.TAINT_EFFECTS:
-        raise ConfigError(path, f"taint effect {one_of(effect, labels.TAINT_EFFECTS)}")
-    return labels.Taint(key, val, effect)
-
-
-def parse_sharing(raw_pool: Mapping, path: str, gpu: Optional[catalog.GpuModel], shape_name: str) -> Sharing:
-    if "sharing" not in raw_pool or raw_pool["sharing"] is None:
-        return Sharing()
-    spath = join(path, "sharing")
-    raw = as_mapping(raw_pool["sharing"], spath)
-    check_keys(raw, {"mode", "replicas", "profile"}, spath)
-    mode = read_enum(raw, "mode", spath, SHARING_MODES, "exclusive")
-    vendor = gpu.accelerator if gpu is not None else None
-    if vendor is not None and mode not in vendor.sharing_modes:
-        raise ConfigError(join(spath, "mode"), f"{vendor.display_name} accelerators ({gpu.display_name} on "
-                                               f"'{shape_name}') support sharing mode "
-                                               f"{', '.join(vendor.sharing_modes)} only, got '{mode}'")
-    if mode in ("time-slicing", "mps", "hami"):
-        replicas = read_int(raw, "replicas", spath, required=True)
-        if replicas < 2:
-            raise ConfigError(join(spath, "replicas"), f"{mode} needs at least 2 replicas per GPU, got {replicas}")
-        if "profile" in raw:
-            raise ConfigError(join(spath, "profile"), f"a MIG profile does not apply to {mode}")
-        return Sharing(mode, replicas)
-    if mode == "mig":
-        model = gpu.display_name if gpu else "this GPU"
-        if gpu is None or not gpu.mig_capable:
-            raise ConfigError(join(spath, "mode"), f"mig needs a MIG-capable GPU; {model} on '{shape_name}' has no MIG")
-        profile = read_str(raw, "profile", spath, required=True)
-        if profile not in gpu.mig_profiles:
-            raise ConfigError(join(spath, "profile"),
-                              f"{gpu.display_name} MIG profile {one_of(profile, gpu.mig_profiles)}")
-        if "replicas" in raw:
-            raise ConfigError(join(spath, "replicas"), "replicas applies to time-slicing and mps only")
-        return Sharing("mig", 1, profile)
-    if "replicas" in raw or "profile" in raw:
-        raise ConfigError(spath, "exclusive GPUs take no replicas or profile")
-    return Sharing()
-
-
-POOL_KEYS = {
-    "name", "instanceType", "minNodes", "maxNodes", "desiredNodes", "rdma", "spot", "sharing", "role",
-    "labels", "taints", "zones", "gpuModel", "gpusPerNode", "accelerator", "gpuAllocation", "provisioning",
-    "reservation", "fallbackPool", "upgrade",
-}
-
-
-def _pool_hardware(raw: Mapping, path: str, cloud: str) -> tuple[str, Optional[catalog.MachineShape], str, int, str]:
-    """(instance type, catalog shape, GPU model key, GPUs per node, GCP accelerator) of a pool."""
-    if cloud == "existing":
-        instance_type = read_str(raw, "instanceType", path, "")
-        gpu_model = read_enum(raw, "gpuModel", path, tuple(catalog.GPU_MODELS), required=True)
-        gpus = read_int(raw, "gpusPerNode", path, minimum=1, required=True)
-        return instance_type, None, gpu_model, gpus, ""
-    instance_type = read_str(raw, "instanceType", path, required=True)
-    try:
-        shape = catalog.find_shape(cloud, instance_type)
-    except catalog.UnknownShapeError as err:
-        raise ConfigError(join(path, "instanceType"), str(err)) from None
-    for key in ("gpuModel", "gpusPerNode"):
-        if key in raw:
-            raise ConfigError(join(path, key), f"is derived from instanceType '{instance_type}'; remove it")
-    if not shape.attachable_accelerators:
-        if "accelerator" in raw:
-            raise ConfigError(join(path, "accelerator"),
-                              f"'{instance_type}' carries its own GPUs; accelerator is only for GCP N1 machine types")
-        return instance_type, shape, shape.gpu_model, shape.gpu_count, shape.accelerator_type or ""
-    accelerator = read_enum(raw, "accelerator", path, shape.attachable_accelerators, required=True)
-    model, counts = catalog.GCP_ATTACHABLE[accelerator]
-    count = read_int(raw, "gpuCount", path, 1) if "gpuCount" in raw else 1
-    if count not in counts:
-        raise ConfigError(join(path, "gpuCount"), f"{accelerator} attaches {counts} GPUs per VM, not {count}")
-    return instance_type, shape, model, count, accelerator
-
-
-def parse_node_pool(raw_value: Any, path: str, cloud: str, options_module: Any) -> NodePoolConfig:
-    raw = as_mapping(raw_value, path)
-    extra_keys = set(getattr(options_module, "POOL_KEYS", set()))
-    allowed = POOL_KEYS | extra_keys | ({"gpuCount"} if cloud == "gcp" else set())
-    name = read_dns_label(raw, "name", path)
-    for old_key, new_keys in getattr(options_module, "RENAMED_POOL_KEYS", {}).items():
-        if old_key in raw:  # before the unknown-key check, so an old key names the keys that replaced it
-            raise ConfigError(join(path, old_key), f"replaced by {new_keys}")
-    check_keys(raw, allowed, path)
-    instance_type, shape, gpu_model, gpus, accelerator = _pool_hardware(raw, path, cloud)
-    gpu = catalog.GPU_MODELS.get(gpu_model)
-    min_nodes = read_int(raw, "minNodes", path, 0, minimum=0)
-    max_nodes = read_int(raw, "maxNodes", path, max(1, min_nodes))
-    if max_nodes < 1:
-        raise ConfigError(join(path, "maxNodes"), f"must be >= 1, got {max_nodes}")
-    if min_nodes > max_nodes:
-        raise ConfigError(join(path, "minNodes"), f"minNodes ({min_nodes}) is greater than maxNodes ({max_nodes})")
-    desired = read_int(raw, "desiredNodes", path, None, minimum=0)
-    if desired is not None and not min_nodes <= desired <= max_nodes:
-        raise ConfigError(join(path, "desiredNodes"),
-                          f"must be between minNodes ({min_nodes}) and maxNodes ({max_nodes})")
-    mode = _pool_provisioning(raw, path, cloud)
-    rdma = read_bool(raw, "rdma", path)
-    if rdma and cloud != "existing" and not (shape and shape.rdma_capable):
-        raise ConfigError(join(path, "rdma"), f"'{instance_type}' has no RDMA fabric; "
-                                              f"RDMA-capable {catalog.CLOUD_NAMES[cloud]} shapes: "
-                                              + ", ".join(s.name for s in catalog.shapes_of(cloud)
-                                                          if s.rdma_capable and s.gpu_count >= 8))
-    pool = NodePoolConfig(
-        name=name,
-        instance_type=instance_type,
-        min_nodes=min_nodes,
-        max_nodes=max_nodes,
-        desired_nodes=desired,
-        rdma=rdma,
-        spot=mode == provisioning.SPOT,
-        provisioning=mode,
-        reservation=read_str(raw, "reservation", path, ""),
-        fallback_pool=read_str(raw, "fallbackPool", path, ""),
-        sharing=parse_sharing(raw, path, gpu, instance_type or gpu_model),
-        role=read_enum(raw, "role", path, POOL_ROLES, "general"),
-        labels=tuple(sorted(read_string_map(raw, "labels", path).items())),
-        taints=tuple(parse_taint(t, join(join(path, "taints"), i))
-                     for i, t in enumerate(read_list(raw, "taints", path))),
-        zones=tuple(str(z) for z in read_list(raw, "zones", path)),
-        gpu_model=gpu_model,
-        gpus_per_node=gpus,
-        accelerator=accelerator,
-        upgrade=parse_pool_upgrade(raw.get("upgrade"), join(path, "upgrade")),
-    )
-    for key, _ in pool.labels:
-        if key.startswith(labels.DOMAIN + "/"):
-            raise ConfigError(join(join(path, "labels"), key), f"keys under {labels.DOMAIN}/ are set by the platform")
-    parse_pool = getattr(options_module, "parse_pool_options", None)
-    if parse_pool is not None:
-        pool = replace(pool, cloud_options=parse_pool(raw, path, pool, shape))
-    return _with_allocation(raw, path, pool, shape, cloud)
-
-
-def _pool_provisioning(raw: Mapping, path: str, cloud: str) -> str:
-    """``provisioning`` of a pool (``spot: true`` is ``spot``), checked against the cloud and ``reservation``."""
-    spot = read_bool(raw, "spot", path) if raw.get("spot") is not None else None
-    given = read_enum(raw, "provisioning", path, provisioning.PROVISIONING_MODES, None)
-    mode = given or (provisioning.SPOT if spot else provisioning.ON_DEMAND)
-    reservation = read_str(raw, "reservation", path, "")
-    for problem in (provisioning.spot_alias_problem(spot, given), provisioning.mode_problem(cloud, mode),
-                    provisioning.reservation_problem(mode, reservation)):
-        if problem is not None:
-            raise ConfigError(join(path, problem[0]), problem[1])
-    return mode
 
 
 def _check_fallbacks(config: PlatformConfig) -> None:
@@ -340,31 +87,6 @@ def _check_fallbacks(config: PlatformConfig) -> None:
         problem = provisioning.fallback_problem(pool.name, pool.fallback_pool, pools)
         if problem is not None:
             raise ConfigError(join(join("nodePools", i), problem[0]), problem[1])
-
-
-def _with_allocation(raw: Mapping, path: str, pool: NodePoolConfig, shape: Optional[catalog.MachineShape],
-                     cloud: str) -> NodePoolConfig:
-    """The pool with its ``gpuAllocation`` (default from the hardware), checked against the pool's hardware, sharing
-    and size (`gpu_allocation`). A DRA pool without ``minNodes`` is fixed at ``maxNodes``."""
-    nvlink = shape.nvlink_domain_gpus if shape else getattr(pool.cloud_options, "nvlink_domain_gpus", 0)
-    multi_node = nvlink > pool.gpus_per_node > 0
-    allocation = read_enum(raw, "gpuAllocation", path, gpu_allocation.GPU_ALLOCATION_MODES,
-                           gpu_allocation.default_allocation(pool.gpu_model, multi_node))
-    for problem in (
-        gpu_allocation.allocation_problem(allocation, pool.gpu_model, pool.instance_type or pool.gpu_model, nvlink,
-                                          pool.gpus_per_node),
-        gpu_allocation.sharing_problem(allocation, pool.sharing.mode, multi_node),
-    ):
-        if problem is not None:
-            raise ConfigError(join(path, problem[0]), problem[1])
-    if allocation != gpu_allocation.DRA:
-        return replace(pool, gpu_allocation=allocation)
-    min_nodes = pool.min_nodes if "minNodes" in raw else pool.max_nodes
-    problem = gpu_allocation.size_problem(allocation, cloud, min_nodes, pool.max_nodes)
-    if problem is not None:
-        raise ConfigError(join(path, problem[0]), problem[1])
-    desired = pool.desired_nodes if pool.desired_nodes is None else max(pool.desired_nodes, min_nodes)
-    return replace(pool, gpu_allocation=allocation, min_nodes=min_nodes, desired_nodes=desired)
 
 
 def parse_quotas(raw: Mapping, path: str, advertised: tuple[str, ...]) -> dict[str, int]:
@@ -427,11 +149,6 @@ def _storage_quota(raw: Mapping, path: str) -> Optional[str]:
     return value
 
 
-def _section(raw: Mapping, key: str) -> Mapping:
-    value = raw.get(key)
-    return {} if value is None else as_mapping(value, key)
-
-
 def parse_monitoring(raw: Mapping) -> MonitoringConfig:
     sec, path = _section(raw, "monitoring"), "monitoring"
     check_keys(sec, {"enabled", "retention", "storageSize", "grafanaAdminPassword"}, path)
@@ -485,8 +202,6 @@ def parse_inference(raw: Mapping, pool_names: list[str]) -> InferenceConfig:
     )
 
 
-HOST_NAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
-MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
 def parse_inference_extras(sec: Mapping, path: str) -> dict[str, Any]:
@@ -516,7 +231,6 @@ def parse_inference_extras(sec: Mapping, path: str) -> dict[str, Any]:
     }
 
 
-OPTIMIZER_ACTIONS = ("report", "annotate", "scale-down", "recommend")
 
 
 def parse_optimizer(raw: Mapping) -> OptimizerConfig:
@@ -535,9 +249,6 @@ def parse_optimizer(raw: Mapping) -> OptimizerConfig:
 
 
 AUTOSCALERS = {"aws": ("cluster-autoscaler", "karpenter")}
-VPA_MODES = ("Off", "Initial")
-VPA_WORKLOADS = ("training", "inference")
-VPA_RESOURCES = ("cpu", "memory")
 METRICS_SERVER_DEFAULT = {"aws": True, "oci": True}
 """Clouds whose clusters come without metrics-server (EKS and OKE offer it only as an add-on)."""
 
@@ -631,11 +342,6 @@ TOP_LEVEL_KEYS = {
     "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training", "gateway", "llm",
     "health", "storage", "maintenance",
 }
-
-
-def options_module(cloud: str):
-    """The pure options module of a cloud (``clouds/<cloud>/options.py``)."""
-    return importlib.import_module(f"gpu_platform.clouds.{cloud}.options")
 
 
 def _unique(names: list[str], path: str, what: str) -> None:
@@ -749,19 +455,6 @@ def _check_scheduling(config: PlatformConfig) -> None:
                               f"a Kueue flavor tolerates at most {MAX_POOL_TAINTS}")
 
 
-def default_gpu_software(cloud: str, pools: list[NodePoolConfig]) -> str:
-    """The cloud's recommended GPU software, or the GPU Operator when a pool's sharing needs what that cannot
-    deliver (MIG partitioning outside AKS, time-slicing/MPS/HAMi with the cloud's own plugin outside GKE) or a pool
-    is allocated through DRA (`gpu_allocation.software_problem`)."""
-    if any(p.gpu_allocation == gpu_allocation.DRA for p in pools):
-        return "operator"
-    try:
-        _check_pool_software(cloud, DEFAULT_GPU_SOFTWARE[cloud], pools)
-    except ConfigError:
-        return "operator"
-    return DEFAULT_GPU_SOFTWARE[cloud]
-
-
 def _check_software(config: PlatformConfig, explicit_software: bool) -> None:
     if explicit_software and not any(p.vendor == catalog.NVIDIA for p in config.gpu_pools()):
         # gpuSoftware picks the NVIDIA stack, which a cluster without NVIDIA pools does not get.
@@ -836,40 +529,6 @@ def _check_arm64_image(pool: Any, image: str, field: str, remedy: str) -> None:
     if pool.architecture == catalog.ARM64 and image not in ARM64_WORKLOAD_IMAGES:
         raise ConfigError(field, f"pool '{pool.name}' has arm64 nodes and the reference image {image} is built for "
                                  f"amd64 only; set {remedy}")
-
-
-def _check_pool_software(cloud: str, gpu_software: str, pools: list[NodePoolConfig]) -> None:
-    """Sharing modes the chosen GPU software can actually deliver on this cloud."""
-    if gpu_software == "device-plugin" and cloud == "gcp":
-        # GKE installs its own device plugin with its driver; NVIDIA's chart has no GKE driver-root preset.
-        raise ConfigError("gpuSoftware", "'device-plugin' is not supported on GKE, which runs its own device plugin; "
-                                         "use 'cloud-managed' (GKE's) or 'operator'")
-    first_hami: Optional[int] = None
-    for i, pool in enumerate(pools):
-        mode = pool.sharing.mode
-        if mode == "hami" and gpu_software == "cloud-managed":
-            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
-                              "hami replaces the NVIDIA device plugin on its pools, which gpuSoftware "
-                              "'cloud-managed' leaves to the cloud; use 'operator' or 'device-plugin'")
-        if mode == "hami" and first_hami is None:
-            first_hami = i
-        elif mode == "hami" and pool.sharing.replicas != pools[first_hami].sharing.replicas:
-            # HAMi's deviceSplitCount is one chart-wide value.
-            raise ConfigError(join(join("nodePools", i), "sharing.replicas"),
-                              f"hami pools share GPUs one way cluster-wide (HAMi's deviceSplitCount): "
-                              f"nodePools[{first_hami}] uses {pools[first_hami].sharing.replicas}, "
-                              f"got {pool.sharing.replicas}")
-        if gpu_software == "device-plugin" and mode == "mig" and cloud != "azure":
-            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
-                              "mig with gpuSoftware 'device-plugin' needs GPUs the cloud partitions (AKS only); "
-                              "use 'operator', whose MIG manager applies the pool's profile")
-        if gpu_software == "cloud-managed" and mode in ("time-slicing", "mps") and cloud != "gcp":
-            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
-                              f"{mode} with gpuSoftware 'cloud-managed' is only possible on GKE; "
-                              "use gpuSoftware 'device-plugin' or 'operator'")
-        if gpu_software == "cloud-managed" and mode == "mig" and cloud not in ("gcp", "azure"):
-            raise ConfigError(join(join("nodePools", i), "sharing.mode"),
-                              "mig with gpuSoftware 'cloud-managed' is only possible on GKE and AKS; use 'operator'")
 
 
 def parse_config(raw: Mapping, stack: str) -> PlatformConfig:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import catalog, labels
+from .fields import Secret  # noqa: F401  (re-exported: a field of the model)
 from .gateway_config import GatewayConfig
 from .health_config import HealthConfig
 from .labels import Taint
@@ -21,10 +22,6 @@ from .upgrades.pool_upgrade import PoolUpgrade
 DEFAULT_KUBERNETES_VERSION = kubernetes_versions.default_minor()
 """The newest minor every managed cloud offers in standard support, from the calendars in
 `upgrades.kubernetes_versions`."""
-
-
-class Secret(str):
-    """A configuration value that came from a ``secure:`` entry; its text is never the plaintext offline."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -197,6 +194,10 @@ class InferenceConfig:
     """``modelCacheStorageClass``: its StorageClass, ReadWriteMany when replicas > 1 (default: the cluster's)."""
 
 
+OPTIMIZER_ACTIONS = ("report", "annotate", "scale-down", "recommend")
+"""What ``optimizer.action`` may be (`OptimizerConfig.action`)."""
+
+
 @dataclass(frozen=True)
 class OptimizerConfig:
     """``optimizer``: the GPU utilisation optimizer CronJob."""
@@ -211,6 +212,12 @@ class OptimizerConfig:
     """GPU utilisation (%) under which an allocation counts as idle."""
     dry_run: bool = True
     """Report what the action would change without changing it."""
+
+
+VPA_MODES = ("Off", "Initial")
+VPA_WORKLOADS = ("training", "inference")
+VPA_RESOURCES = ("cpu", "memory")
+"""What ``autoscaling.vpaMode``, ``vpaWorkloads`` and ``vpaResources`` may hold."""
 
 
 @dataclass(frozen=True)

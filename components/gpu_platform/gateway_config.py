@@ -101,8 +101,8 @@ def _gke_refuses(sec: Mapping, cloud: str, key: str, why: str) -> None:
 def parse_gateway(raw: Mapping, cloud: str) -> GatewayConfig:
     """The ``gateway`` section of a stack's configuration (``raw`` is the whole stack configuration: the TLS keys
     are checked against ``inference.ingressHost`` and the Kubernetes version against Envoy Gateway's)."""
-    # Imported here: config imports this module.
-    from .config import _section, as_mapping, check_keys, join, read_bool, read_enum, read_int, read_str
+    from .fields import as_mapping, check_keys, join, read_bool, read_enum, read_int, read_str
+    from .fields import section as _section
 
     sec, path = _section(raw, "gateway"), "gateway"
     check_keys(sec, KEYS, path)
@@ -159,10 +159,10 @@ def parse_gateway(raw: Mapping, cloud: str) -> GatewayConfig:
 def _check_kubernetes(raw: Mapping) -> None:
     """Envoy Gateway's Kubernetes floor. A version the EKS layer has no add-on pins for is left to it: its error names
     the versions it supports."""
-    from .config_model import DEFAULT_KUBERNETES_VERSION
+    from .upgrades.kubernetes_versions import default_minor
     from .versions import EKS_ADDONS, ENVOY_GATEWAY, ENVOY_GATEWAY_MIN_KUBERNETES
 
-    version = str(raw.get("kubernetesVersion") or DEFAULT_KUBERNETES_VERSION)
+    version = str(raw.get("kubernetesVersion") or default_minor())
     if raw.get("cloud") == "aws" and version not in EKS_ADDONS:
         return
     minor = version.split(".")[-1]

@@ -77,8 +77,9 @@ class HealthConfig:
 
 def parse_health(raw: Mapping, cloud: str) -> HealthConfig:
     """The ``health`` section of a stack's configuration (``raw`` is the whole stack configuration)."""
-    from .config import _section, check_keys, join, read_bool
     from .errors import ConfigError
+    from .fields import check_keys, join, read_bool
+    from .fields import section as _section
 
     sec = _section(raw, "health")
     check_keys(sec, KEYS, "health")
@@ -92,8 +93,8 @@ def parse_health(raw: Mapping, cloud: str) -> HealthConfig:
 
 def parse_active_checks(sec: Mapping) -> ActiveChecksConfig:
     """``health.activeChecks`` (``sec``: the ``health`` section)."""
-    from .config import as_mapping, check_keys, join, read_bool, read_int, read_str
     from .errors import ConfigError
+    from .fields import as_mapping, check_keys, join, read_bool, read_int, read_str
 
     path = "health.activeChecks"
     checks = as_mapping(sec["activeChecks"], path) if sec.get("activeChecks") is not None else {}
@@ -114,8 +115,8 @@ def parse_active_checks(sec: Mapping) -> ActiveChecksConfig:
 
 def parse_remediation(sec: Mapping) -> RemediationConfig:
     """``health.remediation`` (``sec``: the ``health`` section)."""
-    from .config import as_mapping, check_keys, join, read_enum, read_int
     from .errors import ConfigError
+    from .fields import as_mapping, check_keys, join, read_enum, read_int
 
     path = "health.remediation"
     rem = as_mapping(sec["remediation"], path) if sec.get("remediation") is not None else {}
@@ -157,8 +158,8 @@ def all_reduce_pools(pools: list) -> list:
 def check_health(config: Any, raw: Mapping) -> None:
     """Refuse ``health`` keys that the stack's pools cannot honour (``raw``: the whole stack configuration, to tell
     a key given from its default)."""
-    from .config import join
     from .errors import ConfigError
+    from .fields import join
 
     health: HealthConfig = config.health
     if not health.enabled:

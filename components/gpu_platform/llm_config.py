@@ -114,8 +114,7 @@ class LlmConfig:
 
 def parse_llm(raw: Mapping, pool_names: list[str]) -> Optional[LlmConfig]:
     """The ``llm`` section, or None when the stack serves no LLM."""
-    # Imported here: config imports this module.
-    from .config import (
+    from .fields import (
         DNS_LABEL,
         MODEL_ID,
         as_mapping,

@@ -21,7 +21,7 @@ Each cloud narrows the generic rules here (sizes, tiers, what it cannot honour) 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 KEYS = {"sharedFileSystem", "buckets", "imagePulls"}
 SHARED_FILE_SYSTEM_KEYS = {"sizeGiB", "throughputPerTiB", "storageClass"}
@@ -162,8 +162,8 @@ BUCKET_CLAIM_GIB = 1
 
 
 def _parse_shared_file_system(sec: Mapping, cloud: str) -> Optional[SharedFileSystemConfig]:
-    from .config import as_mapping, check_keys, join, read_int, read_str
     from .errors import ConfigError, one_of
+    from .fields import as_mapping, check_keys, join, read_int, read_str
 
     if sec.get("sharedFileSystem") is None:
         return None
@@ -191,8 +191,8 @@ def _parse_shared_file_system(sec: Mapping, cloud: str) -> Optional[SharedFileSy
 
 
 def _parse_bucket(value: object, path: str, cloud: str) -> BucketConfig:
-    from .config import as_mapping, check_keys, join, read_bool, read_enum, read_str
     from .errors import ConfigError
+    from .fields import as_mapping, check_keys, join, read_bool, read_enum, read_str
 
     raw = as_mapping(value, path)
     check_keys(raw, BUCKET_KEYS, path)
@@ -216,8 +216,8 @@ def _parse_bucket(value: object, path: str, cloud: str) -> BucketConfig:
 
 
 def _parse_image_pulls(sec: Mapping, cloud: str) -> ImagePullsConfig:
-    from .config import as_mapping, check_keys, join, read_bool, read_list
     from .errors import ConfigError
+    from .fields import as_mapping, check_keys, join, read_bool, read_list
 
     path = "storage.imagePulls"
     raw = as_mapping(sec.get("imagePulls") or {}, path)
@@ -252,8 +252,10 @@ def _reserved_claims(raw: Mapping) -> dict[str, str]:
 def parse_storage(raw: Mapping, cloud: str) -> StorageConfig:
     """The ``storage`` section of a stack's configuration (``raw`` is the whole stack configuration): the generic
     rules here, then the cloud's own (``clouds/<cloud>/options.check_storage``) when it has any."""
-    from .config import _section, check_keys, join, options_module, read_list
+    from .clouds import options_module
     from .errors import ConfigError
+    from .fields import check_keys, join, read_list
+    from .fields import section as _section
 
     sec = _section(raw, "storage")
     check_keys(sec, KEYS, "storage")
@@ -278,34 +280,6 @@ def parse_storage(raw: Mapping, cloud: str) -> StorageConfig:
     if check is not None and storage.enabled:
         check(storage, sec)
     return storage
-
-
-def check_storage_quotas(config: Any) -> None:
-    """Each team's ``storageQuota`` against the claims the platform puts in its namespace: the bucket claims, and
-    the reference training job's checkpoint claim when there is no shared file system (with one, the team's two
-    claims split what is left, `team_claim_gib`). ``config`` is a `PlatformConfig`."""
-    from .errors import ConfigError
-    from .kube.autoscaling_plan import reference_training
-
-    planned = reference_training(config, config.gpu_pools()) if config.training.enabled else None
-    trainer = planned[1].name if planned is not None else None
-    for i, team in enumerate(config.teams):
-        quota = parse_storage_quota(team.storage_quota, f"teams[{i}].storageQuota")
-        if quota is None:
-            continue
-        needs = BUCKET_CLAIM_GIB * len(config.storage.buckets)
-        buckets = len(config.storage.buckets)
-        held = [f"{buckets} bucket claims of {BUCKET_CLAIM_GIB}Gi"] if buckets else []
-        if config.storage.shared_file_system is not None:
-            needs += len(TEAM_CLAIMS)
-            held.append("its datasets and checkpoints claims (1Gi at least each)")
-        elif team.name == trainer:
-            checkpoint = parse_size_gib(config.training.checkpoint_size)
-            needs += checkpoint
-            held.append(f"the reference training job's checkpoint claim ({config.training.checkpoint_size})")
-        if quota < needs:
-            raise ConfigError(f"teams[{i}].storageQuota", f"{team.storage_quota} cannot hold {' and '.join(held)}: "
-                                                          f"{needs}Gi at least")
 
 
 def parse_size_gib(quantity: str) -> int:

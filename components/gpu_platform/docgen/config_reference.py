@@ -23,7 +23,18 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Optional
 
-from .. import catalog, config, control_plane, gateway_config, health_config, labels, llm_config, pools, storage_config
+from .. import (
+    catalog,
+    config,
+    control_plane,
+    gateway_config,
+    health_config,
+    labels,
+    llm_config,
+    node_pools,
+    pools,
+    storage_config,
+)
 from ..errors import ConfigError
 from ..upgrades import maintenance, pool_upgrade
 from .accepted_keys import keys_checked_in
@@ -146,9 +157,9 @@ def shared_sections() -> list[Section]:
         Section("nodepools", "`nodePools[]`", "nodePools[]", config.NodePoolConfig, tuple(sorted(config.POOL_KEYS)),
                 CLOUDS, lambda c: c.node_pools[0]),
         Section("nodepools-sharing", "`nodePools[].sharing`", "nodePools[].sharing", pools.Sharing,
-                tuple(sorted(keys_checked_in(config, "parse_sharing"))), CLOUDS, lambda c: c.node_pools[0].sharing),
+                tuple(sorted(keys_checked_in(node_pools, "parse_sharing"))), CLOUDS, lambda c: c.node_pools[0].sharing),
         Section("nodepools-taints", "`nodePools[].taints[]`", "nodePools[].taints[]", labels.Taint,
-                tuple(sorted(keys_checked_in(config, "parse_taint"))), CLOUDS, lambda c: c.node_pools[0].taints[0],
+                tuple(sorted(keys_checked_in(node_pools, "parse_taint"))), CLOUDS, lambda c: c.node_pools[0].taints[0],
                 probe=_with_taint),
         Section("teams", "`teams[]`", "teams[]", config.TeamConfig,
                 tuple(sorted(keys_checked_in(config, "parse_team"))), CLOUDS, lambda c: c.teams[0]),

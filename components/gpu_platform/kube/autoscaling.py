@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import config
+from .. import config_model
 from ..component_args import DNS_LABEL, NON_EMPTY, Args, choice, matching
 from ..versions import VPA
 from . import namespace_security, vpa_objects
@@ -58,9 +58,9 @@ RULES = {
     "vpa_targets[].kind": matching(r"[A-Z][A-Za-z0-9]*", "a Kubernetes kind such as Deployment"),
     "vpa_targets[].name": DNS_SUBDOMAIN,
     "vpa_targets[].api_version": matching(r"([a-z0-9.-]+/)?v\d+((alpha|beta)\d+)?", "an API version such as apps/v1"),
-    "vpa_mode": choice(*config.VPA_MODES),
+    "vpa_mode": choice(*config_model.VPA_MODES),
     "vpa_resources": NON_EMPTY,
-    "vpa_resources[]": choice(*config.VPA_RESOURCES),
+    "vpa_resources[]": choice(*config_model.VPA_RESOURCES),
     "namespace": DNS_LABEL,
 }
 

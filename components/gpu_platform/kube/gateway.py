@@ -28,7 +28,7 @@ from typing_extensions import Required
 from .. import catalog, versions
 from ..cidrs import CidrRule
 from ..component_args import DNS_LABEL, Args, Rule, at_least, choice, cidr, matching
-from ..config import HOST_NAME
+from ..fields import HOST_NAME
 from ..gateway_config import BODY_SIZE, GKE_CLASSES, TIMEOUT, https_host, publishes_services
 from . import cert_manager
 from . import gateway_objects as objects

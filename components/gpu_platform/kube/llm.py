@@ -20,8 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import config as stack_config
-from .. import llm_config, llm_models, versions
+from .. import fields, llm_config, llm_models, versions
 from ..component_args import (
     DNS_LABEL,
     NON_EMPTY,
@@ -128,8 +127,8 @@ class LlmServiceArgs(TypedDict, total=False):
 
 
 RULES = {
-    "model": matching(stack_config.MODEL_ID.pattern.strip("^$"), "a Hugging Face model id such as org/name"),
-    "served_model_name": matching(stack_config.MODEL_ID.pattern.strip("^$"), "a model name such as org/name"),
+    "model": matching(fields.MODEL_ID.pattern.strip("^$"), "a Hugging Face model id such as org/name"),
+    "served_model_name": matching(fields.MODEL_ID.pattern.strip("^$"), "a model name such as org/name"),
     "name": DNS_LABEL,
     "namespace": DNS_LABEL,
     "image": NON_EMPTY,

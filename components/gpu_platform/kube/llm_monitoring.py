@@ -16,9 +16,9 @@ What is watched, per namespace and served model (vLLM labels every series ``mode
 from dataclasses import dataclass
 from typing import Any
 
-from . import alerts as a
-from . import dashboards as d
 from . import metric_names as m
+from . import panels as d
+from . import rule_model as a
 
 GROUP_NAME = "gpu-platform.llm"
 DASHBOARD_SLUG = "llm-serving"

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import catalog, config, gpu_allocation, versions
+from .. import catalog, gpu_allocation, gpu_software, versions
 from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args, choice
 from ..config_model import DEFAULT_KUBERNETES_VERSION, NodePoolConfig
 from ..errors import ConfigError
@@ -118,7 +118,7 @@ def _check_pool_software(checker: Args, cloud: str, mode: str, pools: list[GpuPo
     stand_ins = [NodePoolConfig(name=pool.name, instance_type=pool.instance_type, sharing=pool.sharing)
                  for pool in pools_of(pools)]
     try:
-        config._check_pool_software(cloud, mode, stand_ins)
+        gpu_software.check_pool_software(cloud, mode, stand_ins)
     except ConfigError as err:
         path = err.path.replace("nodePools", "pools").replace("gpuSoftware", "gpu_software")
         checker.fail(path.replace("sharing.mode", "sharing_mode").replace("sharing.replicas", "sharing_replicas"),

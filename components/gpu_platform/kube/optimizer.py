@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import config, versions
+from .. import config_model, versions
 from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, between, choice
 from ..pools import GpuPoolSpec
 from . import namespace_security, pod_security
@@ -45,7 +45,7 @@ RULES = {
     "prometheus_url": HTTP_URL,
     "prometheus_namespace": DNS_LABEL,
     "namespace": DNS_LABEL,
-    "action": choice(*config.OPTIMIZER_ACTIONS),
+    "action": choice(*config_model.OPTIMIZER_ACTIONS),
     "schedule": CRON,
     "utilization_threshold": between(0, 100),
     "image": NON_EMPTY,

@@ -26,8 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from .. import catalog, versions
-from .. import config as stack_config
+from .. import catalog, fields, versions
 from ..component_args import (
     CPU_QUANTITY,
     DNS_LABEL,
@@ -125,7 +124,7 @@ RULES = {
     "name": DNS_LABEL,
     "image": NON_EMPTY,
     # Empty: the model baked into the image (what the stack file's default passes).
-    "model_id": matching(f"({stack_config.MODEL_ID.pattern.strip('^$')})?", "a Hugging Face model id such as org/name"),
+    "model_id": matching(f"({fields.MODEL_ID.pattern.strip('^$')})?", "a Hugging Face model id such as org/name"),
     "min_replicas": at_least(1),
     "max_replicas": at_least(1),
     "max_batch_size": at_least(1),
