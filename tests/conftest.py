@@ -58,6 +58,19 @@ def reference_stacks() -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 
+def write_planned_stacks(out: Path) -> Path:
+    """``out/<stack>/plan.json`` and ``manifests.yaml`` of every reference stack, from the shared plans: the files
+    ``gpu-platform plan --out out`` writes (it runs `plan_stack` then `write_plan` per stack; tests/test_plan.py runs
+    the command itself and compares its files with these byte for byte)."""
+    from gpu_platform import plan
+
+    for stack in reference_stacks():
+        result = planned_stack(stack)
+        assert result.errors == [], (stack, result.errors)  # where the command would exit 1
+        plan.write_plan(result, out)
+    return out
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _shared_plans_unchanged(request):
     _read_by_this_file.clear()

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import write_planned_stacks
 
-from gpu_platform import cli, plan
+from gpu_platform import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKOV = ROOT / ".venv" / "tools" / "checkov" / "bin" / "checkov"
@@ -53,8 +54,7 @@ def report(tmp_path_factory):
     """Every reference stack planned once, then one checkov run over all their manifests.yaml files."""
     if not CHECKOV.exists():
         pytest.fail(f"{CHECKOV.relative_to(ROOT)} is missing: `make test` installs it (Makefile, CHECKOV_VERSION)")
-    out = tmp_path_factory.mktemp("plan")
-    assert cli.main(["plan", "--out", str(out)]) == cli.EXIT_OK
+    out = write_planned_stacks(tmp_path_factory.mktemp("plan"))  # the files of `gpu-platform plan --out`
     files = [out / stack / "manifests.yaml" for stack in STACKS]
     work = tmp_path_factory.mktemp("checkov")  # cwd and HOME: no .checkov.yaml is picked up from either
     command = [str(CHECKOV), "--framework", "kubernetes", "--skip-download", "--output", "json", "--compact",
