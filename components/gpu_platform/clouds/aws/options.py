@@ -32,8 +32,9 @@ from typing import Any, Optional
 
 from ... import catalog, control_plane, gpu_allocation, provisioning, versions
 from ...cidrs import CidrRule
-from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
-from ...control_plane import ControlPlaneSecurity
+from ...component_args import camel_case
+from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list
+from ..common_options import ManagedClusterOptions, entry_args, read_matching
 from . import upgrade as aws_upgrade
 from .storage_options import check_storage as check_storage  # the stack parser's AWS ``storage`` rules
 
@@ -100,7 +101,7 @@ _REGION = re.compile(r"^[a-z]{2,4}(-[a-z]+){1,3}-\d+$")
 
 
 @dataclass(frozen=True)
-class AwsClusterOptions:
+class AwsClusterOptions(ManagedClusterOptions):
     """The EKS cluster's own settings."""
 
     vpc_id: Optional[str] = None
@@ -121,8 +122,6 @@ class AwsClusterOptions:
     """Instance type of the system node group."""
     system_nodes: int = 2
     """Nodes in the system node group."""
-    control_plane: ControlPlaneSecurity = ControlPlaneSecurity()
-    """Who may reach the API endpoint (``apiAllowedCidrs``; none: private only) and Secrets encryption."""
     addon_versions: tuple[tuple[str, str], ...] = ()
     """Pinned EKS managed add-on versions for the stack's Kubernetes version (from `versions.EKS_ADDONS`)."""
 
@@ -257,12 +256,6 @@ def capacity_problem(*, mode: str, rdma: bool, sharing_mode: str, ami_type: str,
     return None
 
 
-def _camel(key: str) -> str:
-    """A pool key's stack spelling (``capacity_block`` -> ``capacityBlock``)."""
-    head, *rest = key.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoolOptions:
     """A pool's AWS keys; rules that need the cluster's keys (VPC, zones) live in `parse_cluster_options`."""
     vendor = catalog.vendor_of(pool.gpu_model).key
@@ -282,7 +275,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AwsPoo
     problem = capacity_problem(mode=pool.provisioning, rdma=pool.rdma, sharing_mode=pool.sharing.mode,
                                ami_type=ami_type, reservation=pool.reservation, capacity_block=capacity_block,
                                placement=placement,
-                               placement_given="placementGroup" in raw, spell=_camel, vendor=vendor,
+                               placement_given="placementGroup" in raw, spell=camel_case, vendor=vendor,
                                architecture=architecture, instance_type=pool.instance_type, dra=dra)
     if problem is not None:
         raise ConfigError(join(path, problem[0]), problem[1])
@@ -304,19 +297,14 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
     cannot reach one path and not the other. What only the stack knows (tags, Karpenter's baseline) is added there.
     """
     options: AwsPoolOptions = pool_config.cloud_options or AwsPoolOptions()
-    out: dict[str, Any] = {
-        "pool": pool.spec(), "ami_type": options.ami_type, "disk_size_gib": options.disk_size_gib,
+    return entry_args(pool, {
+        "ami_type": options.ami_type, "disk_size_gib": options.disk_size_gib,
         "placement_group": options.placement_group, "capacity_block": options.capacity_block,
-    }
-    if options.subnet_ids:
-        out["subnet_ids"] = list(options.subnet_ids)
-    if pool_config.zones:
-        out["zones"] = list(pool_config.zones)
-    if pool_config.desired_nodes is not None:
-        out["desired_nodes"] = pool_config.desired_nodes
-    if pool_config.upgrade.given:
-        out["upgrade"] = pool_config.upgrade.as_args()
-    return out
+        "subnet_ids": list(options.subnet_ids) or None,
+        "zones": list(pool_config.zones) or None,
+        "desired_nodes": pool_config.desired_nodes,
+        "upgrade": pool_config.upgrade.as_args() if pool_config.upgrade.given else None,
+    })
 
 
 def _check_zone(zone: str, region: str, path: str) -> None:
@@ -411,9 +399,7 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
         pinned = ", ".join(sorted(versions.EKS_ADDONS))
         raise ConfigError("kubernetesVersion", f"EKS add-on versions are pinned for Kubernetes {pinned}; "
                                                f"got '{config.kubernetes_version}'")
-    vpc_id = read_str(raw, "vpcId", "", None)
-    if vpc_id is not None and not _VPC_ID.match(vpc_id):
-        raise ConfigError("vpcId", f"'{vpc_id}' is not a VPC id such as vpc-0123456789abcdef0")
+    vpc_id = read_matching(raw, "vpcId", "", _VPC_ID, "a VPC id such as vpc-0123456789abcdef0")
     subnet_id = "a subnet id such as subnet-0123456789abcdef0"
     private = _read_ids(raw, "privateSubnetIds", "", _SUBNET_ID, subnet_id)
     public = _read_ids(raw, "publicSubnetIds", "", _SUBNET_ID, subnet_id)
@@ -437,9 +423,8 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
     if len(set(zones)) != len(zones):
         raise ConfigError("availabilityZones", "lists a zone twice")
     admins = _read_ids(raw, "adminRoleArns", "", _IAM_PRINCIPAL, "an IAM role or user ARN")
-    instance_type = read_str(raw, "systemNodeInstanceType", "", DEFAULT_SYSTEM_INSTANCE_TYPE)
-    if not _INSTANCE_TYPE.match(instance_type):
-        raise ConfigError("systemNodeInstanceType", f"'{instance_type}' is not an EC2 instance type such as m6i.xlarge")
+    instance_type = read_matching(raw, "systemNodeInstanceType", "", _INSTANCE_TYPE,
+                                  "an EC2 instance type such as m6i.xlarge", DEFAULT_SYSTEM_INSTANCE_TYPE)
     security = control_plane.parse_control_plane(raw)
     _check_pools(config, vpc_id is None, zones)
     _check_karpenter(config)

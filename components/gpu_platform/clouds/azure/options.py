@@ -43,6 +43,7 @@ from ... import catalog, control_plane, provisioning
 from ...cidrs import CidrRule
 from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
+from ..common_options import ManagedClusterOptions, entry_args, read_matching
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
 from .specs import (
     EVICTION_POLICIES,
@@ -89,7 +90,7 @@ RESERVED_LABEL_DOMAINS = ("kubernetes.azure.com", "kubernetes.io")
 
 
 @dataclass(frozen=True)
-class AzureClusterOptions:
+class AzureClusterOptions(ManagedClusterOptions):
     """The AKS cluster's own settings (``gpu-platform:<key>``)."""
 
     resource_group_name: Optional[str] = None
@@ -120,8 +121,6 @@ class AzureClusterOptions:
     """AKS pricing tier: ``Free``, ``Standard`` (uptime SLA) or ``Premium``."""
     register_infiniband_feature: bool = True
     """Register ``AKSInfinibandSupport`` when a pool has ``rdma: true``; false when it is registered already."""
-    control_plane: ControlPlaneSecurity = ControlPlaneSecurity()
-    """Who reaches the API server (private by default) and whether Secrets are KMS-encrypted (by default)."""
     admin_group_object_ids: tuple[str, ...] = ()
     """Entra ID group object IDs whose members are cluster-admin (``aadProfile.adminGroupObjectIDs``); Azure RBAC
     role assignments grant everyone else."""
@@ -213,23 +212,16 @@ def _control_plane(raw: Mapping) -> ControlPlaneSecurity:
 
 def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
     """Cluster keys, then the rules that need every pool (names, OS mix, MIG, InfiniBand)."""
-    group = read_str(raw, "resourceGroupName", "", None)
-    if group is not None and not RESOURCE_GROUP_NAME.match(group):
-        raise ConfigError("resourceGroupName", f"'{group}' is not a resource group name (1-90 letters, digits, "
-                                               "'_', '-', '.', '(', ')', not ending with '.')")
-    cluster = read_str(raw, "clusterName", "", None)
-    if cluster is not None and not CLUSTER_NAME.match(cluster):
-        raise ConfigError("clusterName", f"'{cluster}' is not an AKS cluster name (1-63 letters, digits, '-', '_', "
-                                         "starting and ending with a letter or digit)")
-    subnet_id = read_str(raw, "vnetSubnetId", "", None)
-    if subnet_id is not None and not SUBNET_ID.match(subnet_id):
-        raise ConfigError("vnetSubnetId", f"'{subnet_id}' is not a subnet resource ID (/subscriptions/<id>/"
-                                          "resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/"
-                                          "subnets/<subnet>)")
+    group = read_matching(raw, "resourceGroupName", "", RESOURCE_GROUP_NAME, "a resource group name (1-90 letters, "
+                          "digits, '_', '-', '.', '(', ')', not ending with '.')")
+    cluster = read_matching(raw, "clusterName", "", CLUSTER_NAME, "an AKS cluster name (1-63 letters, digits, '-', "
+                            "'_', starting and ending with a letter or digit)")
+    subnet_id = read_matching(raw, "vnetSubnetId", "", SUBNET_ID, "a subnet resource ID (/subscriptions/<id>/"
+                              "resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/"
+                              "<subnet>)")
     networks = _check_networks(raw, subnet_id is not None)
-    vm_size = read_str(raw, "systemPoolVmSize", "", AzureClusterOptions.system_pool_vm_size)
-    if not VM_SIZE.match(vm_size):
-        raise ConfigError("systemPoolVmSize", f"'{vm_size}' is not an Azure VM size such as Standard_D4ds_v5")
+    vm_size = read_matching(raw, "systemPoolVmSize", "", VM_SIZE, "an Azure VM size such as Standard_D4ds_v5",
+                            AzureClusterOptions.system_pool_vm_size)
     if ("azure", vm_size) in catalog.SHAPES:
         raise ConfigError("systemPoolVmSize", f"'{vm_size}' is a GPU size; the System pool runs the platform's "
                                               "services on a CPU size such as Standard_D4ds_v5")
@@ -266,11 +258,9 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AzureClusterOptions:
 
 
 def _storage_resource_group(raw: Mapping, config: Any) -> Optional[str]:
-    group = read_str(raw, "storageResourceGroup", "", None)
+    group = read_matching(raw, "storageResourceGroup", "", RESOURCE_GROUP_NAME, "a resource group name")
     if group is None:
         return None
-    if not RESOURCE_GROUP_NAME.match(group):
-        raise ConfigError("storageResourceGroup", f"'{group}' is not a resource group name")
     if not config.storage.buckets:
         raise ConfigError("storageResourceGroup", "takes effect only with storage.buckets (their storage accounts' "
                                                   "resource group)")
@@ -371,10 +361,8 @@ def _check_labels_and_taints(pool: Any, path: str) -> None:
 
 def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> AzurePoolOptions:
     """A pool's AKS keys and the rules that need only this pool."""
-    explicit = read_str(raw, "agentPoolName", path, None)
-    if explicit is not None and not AGENT_POOL_NAME.match(explicit):
-        raise ConfigError(join(path, "agentPoolName"), f"'{explicit}' is not an AKS agent pool name (lower-case "
-                                                       "letters and digits, starting with a letter, at most 12)")
+    explicit = read_matching(raw, "agentPoolName", path, AGENT_POOL_NAME, "an AKS agent pool name (lower-case "
+                             "letters and digits, starting with a letter, at most 12)")
     if pool.max_nodes > MAX_POOL_NODES:
         raise ConfigError(join(path, "maxNodes"), f"an AKS agent pool holds at most {MAX_POOL_NODES} nodes, "
                                                   f"got {pool.max_nodes}")
@@ -407,8 +395,8 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
     """The `AksCluster` ``gpu_pools`` entry (`AksGpuNodePool` args) of a validated ``nodePools`` entry: the pool and
     every AKS key the entry sets (``zones`` -> ``availability_zones``, ``desiredNodes`` -> ``initial_nodes``)."""
     options: AzurePoolOptions = pool_config.cloud_options
-    args: dict[str, Any] = {"pool": pool.spec(), "agent_pool_name": options.agent_pool_name}
-    optional = {
+    return entry_args(pool, {
+        "agent_pool_name": options.agent_pool_name,
         "os_sku": options.os_sku,
         "spot_max_price": options.spot_max_price,
         "spot_eviction_policy": options.spot_eviction_policy,
@@ -416,6 +404,4 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "initial_nodes": pool_config.desired_nodes,
         "availability_zones": list(pool_config.zones) or None,
         "upgrade": pool_config.upgrade.as_args() or None,  # only what the entry wrote; roles give the rest
-    }
-    args.update({k: v for k, v in optional.items() if v is not None})
-    return args
+    })

@@ -59,8 +59,8 @@ from ...config import (
     read_int,
     read_str,
 )
-from ...control_plane import ControlPlaneSecurity
 from ...pools import DRA
+from ..common_options import ManagedClusterOptions, entry_args, read_matching
 from . import upgrade as gcp_upgrade
 from .pools import DWS_MODES, FLEX_START_COMPACT_MACHINES, nvlink_topology
 from .storage_options import check_stack_storage
@@ -136,7 +136,7 @@ class SystemPoolOptions:
 
 
 @dataclass(frozen=True)
-class GcpClusterOptions:
+class GcpClusterOptions(ManagedClusterOptions):
     """GKE cluster settings."""
 
     project: Optional[str] = None
@@ -177,8 +177,6 @@ class GcpClusterOptions:
     """GKE deletion protection of the cluster."""
     managed_dcgm: bool = False
     """GKE-managed DCGM metrics (``monitoring_config`` component ``DCGM``). Default: on with ``cloud-managed``."""
-    control_plane: ControlPlaneSecurity = field(default_factory=ControlPlaneSecurity)
-    """``apiAllowedCidrs`` (default empty: no public endpoint) and ``secretsEncryption`` (default true)."""
 
     @property
     def regional(self) -> bool:
@@ -424,10 +422,7 @@ def _proxy_only_cidr(raw: Mapping, config: Any, existing_network: bool) -> Optio
 
 
 def _read_email(raw: Mapping, key: str, path: str) -> Optional[str]:
-    value = read_str(raw, key, path, None)
-    if value is not None and not EMAIL.match(value):
-        raise ConfigError(join(path, key), f"'{value}' is not a service account email")
-    return value
+    return read_matching(raw, key, path, EMAIL, "a service account email")
 
 
 def _check_zone(zone: str, region: str, path: str) -> None:
@@ -459,9 +454,7 @@ def _parse_system_pool(raw: Mapping) -> SystemPoolOptions:
 
 def parse_cluster_options(raw: Mapping, config: Any) -> GcpClusterOptions:
     """Cluster keys, then the rules that involve several pools or the GPU software mode."""
-    project = read_str(raw, "project", "", None)
-    if project is not None and not PROJECT_ID.match(project):
-        raise ConfigError("project", f"'{project}' is not a project ID (6-30 lower-case letters, digits, '-')")
+    project = read_matching(raw, "project", "", PROJECT_ID, "a project ID (6-30 lower-case letters, digits, '-')")
     zone = read_str(raw, "zone", "", None)
     if zone is not None:
         _check_zone(zone, config.region, "zone")
@@ -631,9 +624,7 @@ def parse_pool_options(raw: Mapping, path: str, pool: Any, shape: Any) -> GcpPoo
     topology = _parse_tpu_topology(raw, path, pool, shape)
     affinity = read_enum(raw, "reservationAffinity", path, RESERVATION_AFFINITIES, None)
     _check_rack_pool(raw, path, pool, shape)
-    policy = read_str(raw, "placementPolicyName", path, None)
-    if policy is not None and not RESOURCE_NAME.match(policy):
-        raise ConfigError(join(path, "placementPolicyName"), f"'{policy}' is not a resource policy name")
+    policy = read_matching(raw, "placementPolicyName", path, RESOURCE_NAME, "a resource policy name")
     compact = read_bool(raw, "compactPlacement", path, True) if "compactPlacement" in raw else None
     if policy is not None and compact is False:
         raise ConfigError(join(path, "compactPlacement"), "placementPolicyName is a compact placement policy")
@@ -668,15 +659,13 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
     (`cluster_from_config`) and `gpu_platform.pool_args("gcp", entry)` both build their entries here, so a key
     cannot reach one path and not the other. What only the stack knows (the GPU software mode) is added there."""
     options: GcpPoolOptions = pool_config.cloud_options or GcpPoolOptions()
-    out: dict[str, Any] = {"pool": pool.spec(), "disk_size_gb": options.disk_size_gb}
-    if pool_config.zones:
-        out["node_locations"] = list(pool_config.zones)
-    if pool_config.desired_nodes is not None:
-        out["desired_nodes"] = pool_config.desired_nodes
     shape = catalog.SHAPES.get(("gcp", pool_config.instance_type))
-    if shape is not None and shape.attachable_accelerators:
-        out["accelerator_type"] = pool_config.accelerator  # N1: the GPU is chosen by the entry
-    optional = {
+    attached = shape is not None and shape.attachable_accelerators
+    return entry_args(pool, {
+        "disk_size_gb": options.disk_size_gb,
+        "node_locations": list(pool_config.zones) or None,
+        "desired_nodes": pool_config.desired_nodes,
+        "accelerator_type": pool_config.accelerator if attached else None,  # N1: the GPU is chosen by the entry
         "gpu_driver_version": options.gpu_driver_version,
         "image_type": options.image_type,
         "reservation_affinity": options.reservation_affinity,
@@ -686,6 +675,4 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "service_account": options.service_account,
         "tpu_topology": tpu_topology(pool_config),
         "upgrade": pool_config.upgrade.as_args() or None,  # only what the entry wrote; roles give the rest
-    }
-    out.update({key: value for key, value in optional.items() if value is not None})
-    return out
+    })

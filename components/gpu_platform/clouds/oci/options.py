@@ -47,7 +47,7 @@ from typing import Any, Optional
 from ... import catalog, control_plane, provisioning
 from ...cidrs import CidrRule
 from ...config import ConfigError, join, read_int, read_list, read_str
-from ...control_plane import ControlPlaneSecurity
+from ..common_options import ManagedClusterOptions, entry_args
 from . import upgrade as oci_upgrade
 from .network import SERVICES_CIDR
 from .storage_options import check_storage as check_storage  # the stack parser's OCI ``storage`` rules
@@ -118,7 +118,7 @@ def read_ocid(raw: Mapping, key: str, path: str, kind: str) -> Optional[str]:
 
 
 @dataclass(frozen=True)
-class OciClusterOptions:
+class OciClusterOptions(ManagedClusterOptions):
     """Network and version settings of the OKE cluster."""
 
     vcn_cidr: str = DEFAULT_VCN_CIDR
@@ -133,8 +133,6 @@ class OciClusterOptions:
     """Existing subnet pods take their VCN-native IPs from."""
     load_balancer_subnet_id: Optional[str] = None
     """Existing subnet of Service load balancers."""
-    control_plane: ControlPlaneSecurity = ControlPlaneSecurity()
-    """Who may reach the API endpoint (``apiAllowedCidrs``; none: no public IP) and Secrets encryption."""
     availability_domains: tuple[int, ...] = ()
     """AD numbers pools spread over; empty: every AD of the region."""
     kubernetes_patch_version: Optional[str] = None
@@ -314,14 +312,11 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
     (``zones`` -> ``zones`` as AD numbers, ``desiredNodes`` -> ``size``); the cluster's ids, version, subnets and
     ADs come from `OkeCluster`. ``spot`` stays in the pool (``preemptible`` follows it)."""
     options: OciPoolOptions = pool_config.cloud_options or OciPoolOptions()
-    args: dict[str, Any] = {"pool": pool.spec(), "boot_volume_size_gib": options.boot_volume_size_gib}
-    optional = {
+    return entry_args(pool, {
+        "boot_volume_size_gib": options.boot_volume_size_gib,
         "image_id": options.image_id,
         "compute_cluster_id": options.compute_cluster_id,
         "size": pool_config.desired_nodes,
         "zones": list(options.availability_domains) or None,
-    }
-    args.update({k: v for k, v in optional.items() if v is not None})
-    if pool_config.upgrade.given:
-        args["upgrade"] = pool_config.upgrade.as_args()
-    return args
+        "upgrade": pool_config.upgrade.as_args() if pool_config.upgrade.given else None,
+    })
