@@ -502,7 +502,11 @@ def args(**overrides):
     return SimpleNamespace(**{**base, **overrides})
 
 
-def test_cli_run_prints_the_table_or_json_and_exits_by_the_results(capsys):
+def test_cli_run_prints_the_table_or_json_and_exits_by_the_results(capsys, monkeypatch):
+    # The checks wait on a virtual clock, as in run_aws: the fake cluster moves on per poll, not per second, so the
+    # real 2 s poll interval only made this test sleep (30 s).
+    real, clock = verify_live.run_checks, Clock()
+    monkeypatch.setattr(verify_live, "run_checks", lambda *a, **kw: real(*a, sleep=clock.sleep, clock=clock, **kw))
     assert verify_live.run(args(), client=aws_cluster()) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("gpu-platform verify aws-dev (run ")

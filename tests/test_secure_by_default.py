@@ -8,9 +8,10 @@ import re
 
 import pytest
 import yaml
+from conftest import write_planned_stacks
 from test_workload_security import image_references, repository_of, stack_config
 
-from gpu_platform import catalog, cli, plan, versions
+from gpu_platform import catalog, plan, versions
 from gpu_platform.gateway_config import https_host, publishes_services
 from gpu_platform.kube import autoscaling_plan, workloads
 from gpu_platform.pools import training_pool
@@ -24,9 +25,9 @@ DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
-    """``{stack: (resources by type, manifests)}`` for every reference stack, planned once through the CLI."""
-    out = tmp_path_factory.mktemp("secure")
-    assert cli.main(["plan", "--out", str(out)]) == cli.EXIT_OK
+    """``{stack: (resources by type, manifests)}`` for every reference stack, from the files of `gpu-platform plan`
+    (written from the shared plans; tests/test_plan.py checks the command writes the same bytes)."""
+    out = write_planned_stacks(tmp_path_factory.mktemp("secure"))
     result = {}
     for stack in STACKS:
         by_type: dict[str, list[dict]] = {}
