@@ -1,5 +1,6 @@
 """GPU optimizer: pure decisions, failure modes, and a real Prometheus scraping a DCGM-format exporter."""
 
+import concurrent.futures
 import io
 import json
 import threading
@@ -134,12 +135,28 @@ POLICY_ARGS = ["--window", "1m"]
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory):
-    server = LocalPrometheus(SERIES).start(timeout_seconds=60)
+def servers():
+    """This file's two local Prometheus servers (NVIDIA series; two of them beside AMD series), started side by side:
+    each waits about 5 s for its first scrape (Prometheus's scrape manager applies new targets at most every 5 s), so
+    the file waits once instead of twice."""
+    nvidia, amd = LocalPrometheus(SERIES), LocalPrometheus(SERIES[:2], amd_series=AMD_SERIES)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        started = [pool.submit(server.start, 60) for server in (nvidia, amd)]
+    try:
+        for future in started:
+            future.result()
+        yield nvidia, amd
+    finally:
+        for server, future in zip((nvidia, amd), started, strict=True):
+            if future.exception() is None:
+                server.stop()
+
+
+@pytest.fixture(scope="module")
+def prometheus(servers, tmp_path_factory):
     policy = tmp_path_factory.mktemp("policy") / "policy.yaml"
     policy.write_text("minObservation: 0s\nstep: 1s\n")
-    yield server, str(policy)
-    server.stop()
+    return servers[0], str(policy)
 
 
 def test_report_names_exactly_the_idle_opted_in_pods(prometheus):
@@ -260,13 +277,11 @@ AMD_DEPLOYMENTS = {**DEPLOYMENTS, ("team-c", "mi-idle"): (OPT_IN, 1, {}, ["mi-id
 
 
 @pytest.fixture(scope="module")
-def amd_prometheus(tmp_path_factory):
-    server = LocalPrometheus(SERIES[:2], amd_series=AMD_SERIES).start(timeout_seconds=60)
+def amd_prometheus(servers, tmp_path_factory):
     policy = tmp_path_factory.mktemp("policy") / "policy.yaml"
     policy.write_text("minObservation: 0s\nstep: 1s\nvendors: [nvidia, amd]\naction: recommend\n"
                       "pools:\n- {name: mi300x, gpuMemoryGiB: 192, vendor: amd}\n- {name: l4, gpuMemoryGiB: 24}\n")
-    yield server, str(policy)
-    server.stop()
+    return servers[1], str(policy)
 
 
 def test_an_idle_amd_pod_is_found_from_the_amd_exporters_series(amd_prometheus):
