@@ -6,7 +6,8 @@ that cloud's catalog, what the catalog says of the shape (GPU model, GPUs, memor
 they are filled in; given, they must agree), sizes, sharing, labels and taints.
 """
 
-from typing import Any
+import marshal
+from typing import Any, Optional
 
 from . import catalog, config, labels
 from .component_args import Args
@@ -29,11 +30,58 @@ _CATALOG_FACTS = ("gpus_per_node", "gpu_memory_gib", "vcpus_per_node", "memory_g
                   "nvlink_domain_gpus")
 
 
+# Specs already checked, by (canonical spec, cloud): one plan hands the same pools to many components (every
+# TeamNamespace gets all of them), and re-running the parser for each made plans grow with teams x pools.
+# Only successes are kept, so a bad spec fails every time with the message of the component that was given it.
+_CHECKED: dict[tuple[bytes, str], GpuPool] = {}
+_CHECKED_LIMIT = 4096
+"""Entries kept at most (a bound for long-lived processes that check many distinct specs)."""
+
+
 def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
     """The `GpuPool` of the spec at ``path`` of a component that runs ``cloud`` pools; a `ConfigError` naming the
-    component and ``path`` when the spec is wrong."""
+    component and ``path`` when the spec is wrong.
+
+    A spec equal (value for value, type for type) to one already checked for ``cloud`` gets the same `GpuPool`
+    without being parsed again: the result depends on nothing else (not on the component or ``path``, which
+    only errors name). `forget_checked_pools` empties the memo."""
     if isinstance(value, GpuPool):
         value = value.spec()  # a GpuPool where a spec is expected: take its plain form
+    key = _canonical(value)
+    if key is not None:
+        pool = _CHECKED.get((key, cloud))
+        if pool is not None:
+            return pool
+    pool = _check_pool(args, value, path, cloud)
+    if key is not None:
+        if len(_CHECKED) >= _CHECKED_LIMIT:
+            _CHECKED.clear()
+        _CHECKED[(key, cloud)] = pool
+    return pool
+
+
+def forget_checked_pools() -> None:
+    """Empty the memo of checked specs (`gpu_platform.testing.run_program` does before each program, so no
+    plan sees another's)."""
+    _CHECKED.clear()
+
+
+def _canonical(value: Any) -> Optional[bytes]:
+    """A key two specs share only when they are equal value for value and type for type, or None for a spec that
+    holds anything else than plain built-in values (an Output, an object, a subclass), checked without the memo.
+
+    `marshal` writes exact built-in types only and keeps apart what ``==`` mixes (``True`` and ``1``, ``2`` and
+    ``2.0``, a list and a tuple, ``1`` and ``"1"`` as keys), which the checker treats differently; it writes bytes
+    and bytearray alike, but no spec holding either passes the check, so no such key is ever stored. Version 2
+    writes no back-references, so the bytes depend on the values only."""
+    try:
+        return marshal.dumps(value, 2)
+    except ValueError:
+        return None
+
+
+def _check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
+    """`check_pool` without the memo: ``value`` parsed and checked with the stack file's rules."""
     spec: dict[str, Any] = args._typed_dict(value, GpuPoolSpec, path, {})
     for key in ("name", "cloud"):
         if not spec.get(key):

@@ -27,14 +27,17 @@ import contextlib
 import gc
 import json
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks_module
+from pulumi.runtime import resource as resource_runtime
 from pulumi.runtime import rpc, settings
 from pulumi.runtime.config import set_all_config
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -488,20 +491,42 @@ RecordingMocks = PlatformMocks
 """The harness's mocks (the earlier name of `PlatformMocks`)."""
 
 
+class _InputsTap:
+    """The mocks a `RecordingMonitor` hands its registrations to, keeping on the calling thread a clean copy of
+    the inputs the mock monitor has just deserialized for `new_resource`, so that the recording need not
+    deserialize them a second time (that was a tenth of a large plan). Everything else goes to ``mocks``."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks):
+        self._mocks = mocks
+        self.seen = threading.local()  # registrations run on the SDK's executor threads, several at a time
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.seen.inputs = clean(args.inputs)  # copied before ``mocks`` sees them: nothing it does can change it
+        return self._mocks.new_resource(args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mocks, name)
+
+
 class RecordingMonitor(pulumi_mocks_module.MockMonitor):
     """A mock monitor that keeps what each registration sent: parent, options and inputs."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks):
         super().__init__(mocks)
+        self._tap = _InputsTap(mocks)
+        self.mocks = self._tap
         self.registrations: list[Registration] = []
 
     def RegisterResource(self, request):
+        self._tap.seen.inputs = None
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            inputs = rpc.deserialize_properties(request.object)
+            inputs = self._tap.seen.inputs
+            if inputs is None:  # the SDK did not pass through new_resource: read the request itself
+                inputs = clean(rpc.deserialize_properties(request.object))
             self.registrations.append(Registration(
                 urn=response.urn, type=request.type, name=request.name, parent=request.parent,
-                custom=bool(request.custom), protect=bool(request.protect), inputs=clean(inputs),
+                custom=bool(request.custom), protect=bool(request.protect), inputs=inputs,
                 dependencies=sorted(request.dependencies), provider=request.provider,
                 retain_on_delete=bool(request.retainOnDelete),
                 delete_before_replace=bool(request.deleteBeforeReplace),
@@ -527,6 +552,26 @@ async def _resolve(value: Any) -> Any:
     return value
 
 
+@contextlib.contextmanager
+def without_source_positions():
+    """Registrations made inside send no stack trace or source position to the engine.
+
+    The SDK walks the whole Python stack (`traceback.extract_stack`, a file URI per frame) for every resource, so
+    an engine can point at the line that created it. The mock monitor drops both and no `Registration` holds
+    them, so under the mocks that walk is pure cost (about a fifth of a large plan). Only the mock harness uses
+    this; a real ``pulumi up`` never runs through it. If the SDK no longer has the hook, nothing changes.
+    """
+    real = getattr(resource_runtime, "_get_stack_trace", None)
+    if real is None:
+        yield
+        return
+    resource_runtime._get_stack_trace = source_pb2.StackTrace  # an empty trace: no frames, no position
+    try:
+        yield
+    finally:
+        resource_runtime._get_stack_trace = real
+
+
 def _to_config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -545,6 +590,9 @@ def run_program(
     the way the engine passes them (strings, JSON for structured values). Exceptions the program raises
     propagate after the runtime has settled.
     """
+    from .pool_spec import forget_checked_pools  # here, so that loading the harness loads no config layer
+
+    forget_checked_pools()  # each program checks its pools afresh: nothing carries over from another plan
     previous_loop = None
     with contextlib.suppress(RuntimeError):  # no loop yet: nothing to restore afterwards
         previous_loop = asyncio.get_event_loop_policy().get_event_loop()
@@ -562,7 +610,8 @@ def run_program(
         collecting = gc.isenabled()
         gc.disable()
         try:
-            _sync_await(run_pulumi_func(program))
+            with without_source_positions():
+                _sync_await(run_pulumi_func(program))
         finally:
             if collecting:
                 gc.enable()
@@ -598,6 +647,9 @@ if "pytest" in sys.modules:  # loaded as a pytest plugin; plain `gpu-platform pl
     def pulumi_mocks():
         """Fresh mock engine per test; yields a `Recorder`. The event loop it found is restored afterwards, so
         tests written with plain ``pulumi.runtime.set_mocks`` can follow in the same session."""
+        from .pool_spec import forget_checked_pools
+
+        forget_checked_pools()  # as run_program does: each test checks its pools afresh
         previous_loop = None
         with contextlib.suppress(RuntimeError):
             previous_loop = asyncio.get_event_loop_policy().get_event_loop()

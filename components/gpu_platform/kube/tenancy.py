@@ -54,7 +54,7 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
     checker = Args("TeamNamespace", name)
     checked = checker.check(args, TeamNamespaceArgs, RULES)
     pools = checked.get("pools", [])
-    advertised = catalog.advertised_resources(p.gpu_model for p in pools_of(pools)) if pools else None
+    advertised = catalog.advertised_resources(p["gpu_model"] for p in pools) if pools else None  # checked: complete
     check_team(checker, checked["team"], "team", advertised)
     check_pool_set(checker, pools)
     return checked

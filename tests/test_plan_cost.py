@@ -1,0 +1,135 @@
+"""What keeps a plan's cost proportional to its size (issue 37 item 2): each pool spec checked once per plan, no
+source positions captured under the mocks, inputs deserialized once per registration. None of it may change a
+result or an error."""
+
+import asyncio
+import re
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+from pulumi.runtime import resource as resource_runtime
+
+from gpu_platform import pool_spec, testing
+from gpu_platform.component_args import Args
+from gpu_platform.errors import ConfigError
+from gpu_platform.kube.tenancy import TeamNamespace
+from gpu_platform.pool_builder import gpu_pool
+
+POOLS = [gpu_pool("aws", {"name": f"pool-{i}", "instanceType": shape, "maxNodes": 2}).spec()
+         for i, shape in enumerate(["g6.xlarge", "g6e.12xlarge", "p5.48xlarge"])]
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """The specs that reach the parser (`pool_spec._check_pool`), by pool name, in order."""
+    seen: list[str] = []
+    real = pool_spec._check_pool
+
+    def counting(args, value, path, cloud):
+        seen.append(value.get("name") if isinstance(value, dict) else type(value).__name__)
+        return real(args, value, path, cloud)
+
+    monkeypatch.setattr(pool_spec, "_check_pool", counting)
+    return seen
+
+
+def _teams(count: int) -> None:
+    for i in range(count):
+        TeamNamespace(f"team-{i}", {"team": {"name": f"team-{i}", "gpu_quota": 1}, "pools": POOLS})
+
+
+def test_each_pool_is_parsed_once_per_program_whatever_the_number_of_teams(parses):
+    recording = testing.run_program(lambda: _teams(8))
+    assert parses == [p["name"] for p in POOLS]
+    assert len([r for r in recording if r.type == "gpuplatform:index:TeamNamespace"]) == 8
+    testing.run_program(lambda: _teams(1))  # the next program checks afresh
+    assert parses == [p["name"] for p in POOLS] * 2
+
+
+def test_a_remembered_pool_is_the_one_the_parser_gives():
+    pool_spec.forget_checked_pools()
+    first = pool_spec.check_pool(Args("A", "a"), POOLS[2], "pools[2]", "aws")
+    assert pool_spec.check_pool(Args("B", "b"), dict(POOLS[2]), "pools[0]", "aws") is first
+    assert first == pool_spec._check_pool(Args("C", "c"), POOLS[2], "pools[2]", "aws")
+
+
+def test_a_bad_spec_fails_each_time_with_each_components_own_line(parses):
+    bad = {**POOLS[0], "sharing_mode": "slices"}
+    for component, name, path in [("TeamNamespace", "ml", "pools[0]"), ("SchedulingPolicy", "kueue", "pools[3]")]:
+        with pytest.raises(ConfigError, match=f"^{re.escape(component)} {name}: {re.escape(path)}.sharing_mode: "
+                                              "'slices' is not one of "):
+            pool_spec.check_pool(Args(component, name), bad, path, "aws")
+    assert parses == ["pool-0", "pool-0"]
+
+
+@pytest.mark.parametrize(("key", "good", "bad", "problem"), [
+    ("spot", False, 0, "must be true or false, got 0"),
+    ("max_nodes", 2, True, "must be an integer, got True"),
+    ("taints", [], (), None),  # a tuple is a list to the checker: both pass, each parsed once
+    ("labels", {"tier": "a"}, {1: "a"}, "keys must be strings"),
+])
+def test_values_equal_to_a_checked_one_but_of_another_type_are_checked_again(key, good, bad, problem):
+    pool_spec.forget_checked_pools()
+    spec = {"name": "l4", "cloud": "aws", "instance_type": "g6.xlarge", "max_nodes": 2, key: good}
+    pool_spec.check_pool(Args("A", "a"), spec, "pool", "aws")
+    other = {**spec, key: bad}
+    if problem is None:
+        assert pool_spec.check_pool(Args("A", "a"), other, "pool", "aws") == pool_spec._check_pool(
+            Args("A", "a"), other, "pool", "aws")
+        return
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        pool_spec.check_pool(Args("A", "a"), other, "pool", "aws")
+
+
+def test_a_spec_holding_an_object_is_checked_without_the_memo(parses):
+    pool_spec.forget_checked_pools()
+
+    class Name(str):
+        pass
+
+    spec = {**POOLS[0], "name": Name("pool-0")}
+    for _ in range(2):
+        pool_spec.check_pool(Args("A", "a"), spec, "pool", "aws")
+    assert parses == ["pool-0", "pool-0"]
+    assert not pool_spec._CHECKED
+
+
+def test_the_same_spec_for_another_cloud_is_checked_again():
+    pool_spec.forget_checked_pools()
+    pool_spec.check_pool(Args("A", "a"), POOLS[0], "pool", "aws")
+    with pytest.raises(ConfigError, match=re.escape("A a: pool.cloud: pool 'pool-0' is an AWS pool; A takes GCP "
+                                                    "pools")):
+        pool_spec.check_pool(Args("A", "a"), POOLS[0], "pool", "gcp")
+
+
+def test_source_positions_are_left_out_only_while_a_program_runs():
+    real = resource_runtime._get_stack_trace
+    seen = []
+    testing.run_program(lambda: seen.append(resource_runtime._get_stack_trace))
+    assert seen and seen[0] is not real
+    assert len(seen[0]().frames) == 0
+    assert resource_runtime._get_stack_trace is real
+
+
+def test_the_recording_keeps_the_inputs_sent_even_when_the_mocks_change_them():
+    class Meddling(testing.PlatformMocks):
+        def new_resource(self, args):
+            args.inputs["data"]["key"] = "changed"
+            return super().new_resource(args)
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        pulumi.runtime.settings.reset_options(project="p", stack="s", preview=False)
+        mocks = Meddling()
+        monitor = testing.RecordingMonitor(mocks)
+        pulumi.runtime.set_mocks(mocks, project="p", stack="s", preview=False, monitor=monitor)
+        k8s.core.v1.ConfigMap("cm", metadata={"name": "cm"}, data={"key": "sent"})
+        testing.Recorder(monitor).finish()
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+        pulumi.runtime.settings.reset_options()
+    (registration,) = monitor.registrations
+    assert registration.inputs["data"] == {"key": "sent"}
