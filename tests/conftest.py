@@ -1,5 +1,6 @@
 """Shared pytest set-up: the public mock-harness fixture, small config builders and the reference stacks' plans."""
 
+import asyncio
 import pickle
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,19 @@ def aws_pool(**overrides):
 def aws_config():
     """A minimal valid AWS stack configuration (namespace stripped)."""
     return {"cloud": "aws", "region": "us-west-2", "nodePools": [aws_pool()]}
+
+
+@pytest.fixture(autouse=True)
+def _current_event_loop():
+    """Every test starts with a current event loop in the main thread, whatever ran before it in the process.
+
+    Tests that build a ``pulumi.Output`` outside a mock run need one, and ``asyncio.run`` (the inference app's unit
+    tests...) leaves none behind: such a test passed or failed by the files that happened to run before it, which
+    ``pytest -n`` (pytest-xdist) changes."""
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # "There is no current event loop": asyncio.run or set_event_loop(None) came before
+        asyncio.set_event_loop(asyncio.new_event_loop())
 
 
 # Planning a reference stack takes one to several seconds, and most stacks are read by a dozen test files: each is
