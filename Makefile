@@ -46,9 +46,12 @@ $(VENV)/.installed-dev: $(VENV)/.installed $(CHECKOV_VENV)/.installed-$(CHECKOV_
 plan: $(VENV)/.installed
 	$(BIN)/gpu-platform plan --out $(PLAN_DIR)
 
+# The suite on every core (pytest-xdist), each test file whole on one worker: a file's module fixtures (a server,
+# a checkov run) start once, and the reference stacks' shared plans (tests/conftest.py) are planned once per worker.
+# docs/testing.md, "How long the suite takes". A plain `pytest` runs serially, as before.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check components tests examples benchmarks stacks
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/plan_scale.py
