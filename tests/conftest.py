@@ -1,6 +1,7 @@
 """Shared pytest set-up: the public mock-harness fixture, small config builders and the reference stacks' plans."""
 
 import asyncio
+import os
 import pickle
 from functools import cache
 from pathlib import Path
@@ -37,7 +38,9 @@ def _current_event_loop():
 
 
 # Planning a reference stack takes one to several seconds, and most stacks are read by a dozen test files: each is
-# planned once per test process (per pytest-xdist worker) and the same StackPlan goes to every test that reads it.
+# planned once per test process and the same StackPlan goes to every test that reads it. Under pytest-xdist the
+# workers share them too: the first worker to need a stack plans it and pickles it into the run's temporary
+# directory (a lock per stack), the others load that file.
 # A shared plan is read only. A test that needs to change one plans its own stack (plan.plan_stack), or deep-copies.
 # `_shared_plans_unchanged` holds them to that: after each test file, every plan the file read is compared with the
 # fingerprint it had when it was planned, and the file's last test fails naming the stack if it changed.
@@ -50,11 +53,42 @@ def _fingerprint(result) -> bytes:
                          result.errors), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-@cache
-def _plan(stack: str):
+_between_workers: list[Path] = []
+"""The directory the workers of this run share plans in (under xdist, with file locks), else empty."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _plans_shared_between_workers(tmp_path_factory):
+    # Each worker's base temporary directory is <run>/popen-gw<n>; <run> is this run's, shared by its workers.
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.name == "posix":
+        shared = tmp_path_factory.getbasetemp().parent / "shared-plans"
+        shared.mkdir(exist_ok=True)
+        _between_workers[:] = [shared]
+
+
+def _plan_here(stack: str):
     from gpu_platform import plan
 
-    result = plan.plan_stack(stack, STACKS_DIR / f"Pulumi.{stack}.yaml")
+    return plan.plan_stack(stack, STACKS_DIR / f"Pulumi.{stack}.yaml")
+
+
+@cache
+def _plan(stack: str):
+    if not _between_workers:
+        result = _plan_here(stack)
+    else:
+        import fcntl
+
+        pickled = _between_workers[0] / f"{stack}.pickle"
+        with open(_between_workers[0] / f"{stack}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (a worker that dies releases it too)
+            if pickled.exists():
+                result = pickle.loads(pickled.read_bytes())
+            else:
+                result = _plan_here(stack)
+                partial = pickled.with_suffix(".partial")
+                partial.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+                partial.replace(pickled)
     _fingerprints[stack] = _fingerprint(result)
     return result
 
