@@ -105,7 +105,11 @@ class _Exporter(ThreadingHTTPServer):
             def log_message(handler, *args):  # noqa: N805
                 pass
 
-        super().__init__(("127.0.0.1", free_port()), Handler)
+        super().__init__(("127.0.0.1", 0), Handler)  # port 0: the kernel picks a free one, nobody can take it first
+
+
+class _Exited(RuntimeError):
+    """Prometheus exited while starting (its listen address taken, most likely)."""
 
 
 class LocalPrometheus:
@@ -133,12 +137,24 @@ class LocalPrometheus:
             f"global:\n  scrape_interval: {self.scrape_interval}\n  evaluation_interval: {self.scrape_interval}\n"
             "scrape_configs:\n  - job_name: dcgm\n    honor_labels: true\n"
             f"    static_configs:\n      - targets: ['127.0.0.1:{self.exporter.server_address[1]}']\n")
-        self._process = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={self._dir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=error"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.wait_for_samples(3, timeout_seconds)
-        return self
+        deadline = time.monotonic() + timeout_seconds
+        # Prometheus binds the port free_port() found a moment earlier; another process (a parallel test run) may
+        # take it in between, and Prometheus then exits at once: try again on a fresh port, at most three times.
+        attempt = 0
+        while True:
+            self._process = subprocess.Popen(
+                [binary, f"--config.file={config}", f"--storage.tsdb.path={self._dir / f'data-{attempt}'}",
+                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=error"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                self.wait_for_samples(3, max(0.0, deadline - time.monotonic()))
+                return self
+            except _Exited:
+                attempt += 1
+                if attempt == 3:
+                    raise
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
 
     def wait_for_samples(self, samples_per_series: int, timeout_seconds: float) -> None:
         """Block (bounded) until every series has ``samples_per_series`` scraped samples."""
@@ -150,10 +166,12 @@ class LocalPrometheus:
         expected = len(self.series) + len(self.amd_series)
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
-                raise RuntimeError(f"prometheus exited with status {self._process.returncode}")
+                raise _Exited(f"prometheus exited with status {self._process.returncode}")
             try:
                 result = client.query(expr)
-                if result and int(result[0].value) >= expected:
+                # Answered by this Prometheus: it is still running (a process that lost the port has exited).
+                if result and int(result[0].value) >= expected and (self._process is None or
+                                                                     self._process.poll() is None):
                     return
             except Exception:  # noqa: BLE001 - not up yet
                 pass
