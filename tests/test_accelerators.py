@@ -11,10 +11,12 @@ from conftest import aws_pool
 from gpu_platform import catalog, labels, versions
 from gpu_platform.config import parse_config, strip_namespace
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import alerts, dashboards, inference_objects, kueue_objects, tenancy_objects
-from gpu_platform.kube.workloads import spec_from_args
+from gpu_platform.monitoring import alerts, dashboards
 from gpu_platform.plan import discover_stacks, load_stack_file
 from gpu_platform.pools import GpuPool, Sharing
+from gpu_platform.scheduling import kueue_objects, tenancy_objects
+from gpu_platform.serving import inference_objects
+from gpu_platform.serving.workloads import spec_from_args
 
 NEURON, NEURONCORE, AMD_GPU, TPU = "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "amd.com/gpu", "google.com/tpu"
 
@@ -224,7 +226,7 @@ def test_rdma_on_an_accelerator_shape_without_a_fabric_is_refused():
 
 
 def test_per_model_priority_classes_name_the_accelerator_model():
-    from gpu_platform.kube import priority_objects
+    from gpu_platform.scheduling import priority_objects
 
     config = aws([inf2()], scheduling={"perGpuPriorityClasses": True})
     names = [s.name for s in priority_objects.class_specs(config.gpu_pools(), per_gpu=True)]

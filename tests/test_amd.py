@@ -9,12 +9,12 @@ from chart_keys import load_keys, unknown_keys
 from conftest import planned_stack
 
 from gpu_platform import catalog, versions
+from gpu_platform.accelerators import amd_values as av
+from gpu_platform.accelerators.amd import checked_args
 from gpu_platform.clouds.azure.specs import agent_pool_properties, default_gpu_driver
 from gpu_platform.clouds.oci import rdma as oci_rdma
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import amd_values as av
-from gpu_platform.kube.amd import checked_args
 from gpu_platform.pools import GpuPool
 from gpu_platform.schemas import validate_manifest
 

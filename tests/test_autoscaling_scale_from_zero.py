@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 
 from gpu_platform import catalog
+from gpu_platform.accelerators import tpu_objects
+from gpu_platform.autoscaling import autoscaling_plan
 from gpu_platform.clouds.gcp import options as gcp_options
 from gpu_platform.clouds.gcp import pools as gcp_pools
 from gpu_platform.config import parse_config, strip_namespace
-from gpu_platform.kube import autoscaling_plan, inference_objects, tpu_objects, training_objects
-from gpu_platform.kube.workloads import chosen_pool, inference_args, spec_from_args
 from gpu_platform.plan import load_stack_file
+from gpu_platform.serving import inference_objects
+from gpu_platform.serving.workloads import chosen_pool, inference_args, spec_from_args
+from gpu_platform.training import training_objects
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"
 REFERENCE_STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))

@@ -11,20 +11,21 @@ from hypothesis import strategies as st
 from test_nvidia_chart_keys import chart_keys, unknown_keys
 
 from gpu_platform import versions
-from gpu_platform.config import parse_config, strip_namespace
-from gpu_platform.errors import ConfigError
-from gpu_platform.kube import inference_objects, vpa_objects
-from gpu_platform.kube.autoscaler_conflicts import (
+from gpu_platform.autoscaling import vpa_objects
+from gpu_platform.autoscaling.autoscaler_conflicts import (
     AutoscalerConflict,
     autoscaler_conflicts,
     check_autoscaler_conflicts,
     horizontal_resources,
     vpa_resources,
 )
-from gpu_platform.kube.autoscaling import WorkloadAutoscaling
-from gpu_platform.kube.autoscaling_plan import planned_horizontal_autoscalers, planned_vpa_targets
+from gpu_platform.autoscaling.autoscaling_plan import planned_horizontal_autoscalers, planned_vpa_targets
+from gpu_platform.autoscaling.workload_autoscaling import WorkloadAutoscaling
+from gpu_platform.config import parse_config, strip_namespace
+from gpu_platform.errors import ConfigError
 from gpu_platform.plan import load_stack_file
 from gpu_platform.schemas import validate_manifest
+from gpu_platform.serving import inference_objects
 from gpu_platform.testing import run_program
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"

@@ -10,10 +10,11 @@ from gpu_platform import schemas
 from gpu_platform.config import parse_config
 from gpu_platform.config_model import TeamConfig
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import kueue_objects as ko
-from gpu_platform.kube import scheduling, training_objects
 from gpu_platform.pools import GpuPool
+from gpu_platform.scheduling import kueue_objects as ko
+from gpu_platform.scheduling import policy as scheduling
 from gpu_platform.schemas import validate_manifest
+from gpu_platform.training import training_objects
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 AWS3 = [f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)]

@@ -15,7 +15,7 @@ from gpu_platform.clouds.gcp import options as gcp_options
 from gpu_platform.clouds.oci import contract as oci_contract
 from gpu_platform.clouds.oci import options as oci_options
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import gateway
+from gpu_platform.serving import gateway
 
 ANY = CidrRule(example="10.0.0.0/16")
 VPC = CidrRule(example="10.0.0.0/16", min_prefix=16, max_prefix=20, sizes="a VPC is a /16 to a /20")

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform import catalog, config, control_plane, gateway_config, generate, llm_config, node_pools
+from gpu_platform import catalog, config, control_plane, generate, node_pools
 from gpu_platform.docgen import config_reference
 from gpu_platform.docgen.accepted_keys import key_checks
+from gpu_platform.serving import gateway_config, llm_config
 from gpu_platform.testing import run_program
 from gpu_platform.upgrades import maintenance, pool_upgrade
 

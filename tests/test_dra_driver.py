@@ -6,10 +6,10 @@ from chart_keys import load_keys, unknown_keys
 from test_nvidia_chart_keys import KEYS_DIR
 
 from gpu_platform import config
+from gpu_platform.accelerators import dra_values
+from gpu_platform.accelerators import nvidia_values as nv
+from gpu_platform.accelerators.nvidia import NvidiaGpuStack
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import dra_values
-from gpu_platform.kube import nvidia_values as nv
-from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.labels import Taint
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.testing import run_program
@@ -214,7 +214,7 @@ def test_names_derived_from_the_longest_pool_name_stay_within_the_apis_limits():
     claim and request names are the platform's own short constants, so every DRA object the platform derives from a
     pool stays valid. The schema check below is Kubernetes' own."""
     from gpu_platform import schemas
-    from gpu_platform.kube import dra_objects
+    from gpu_platform.accelerators import dra_objects
 
     longest = "p" * 63
     pool = GpuPool(longest, "existing", "", "h100", 8, 80, 2, 2, gpu_allocation="dra")

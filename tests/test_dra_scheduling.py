@@ -4,11 +4,11 @@ flavors, the team namespace's DRA device quota and the ResourceClaimTemplates it
 import yaml
 
 from gpu_platform.config import TeamConfig
-from gpu_platform.kube import kueue_objects as ko
-from gpu_platform.kube import tenancy_objects as to
-from gpu_platform.kube.scheduling import SchedulingPolicy
-from gpu_platform.kube.tenancy import TeamNamespace
 from gpu_platform.pools import GpuPool, Sharing
+from gpu_platform.scheduling import kueue_objects as ko
+from gpu_platform.scheduling import tenancy_objects as to
+from gpu_platform.scheduling.policy import SchedulingPolicy
+from gpu_platform.scheduling.tenancy import TeamNamespace
 from gpu_platform.schemas import validate_manifest
 from gpu_platform.testing import run_program
 

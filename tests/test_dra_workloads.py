@@ -5,15 +5,15 @@ unchanged."""
 import pytest
 
 from gpu_platform import labels
-from gpu_platform.kube import inference_objects as iobj
-from gpu_platform.kube import training_objects as tobj
-from gpu_platform.kube.health_placement import healthy_node_affinity
-from gpu_platform.kube.training import TrainingWorkload
-from gpu_platform.kube.workloads import InferenceService
+from gpu_platform.health.health_placement import healthy_node_affinity
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.schemas import ManifestError, validate_manifest
+from gpu_platform.serving import inference_objects as iobj
+from gpu_platform.serving.workloads import InferenceService
 from gpu_platform.testing import run_program
+from gpu_platform.training import training_objects as tobj
+from gpu_platform.training.workload import TrainingWorkload
 
 # A GB200 NVL72 rack: 18 nodes of 4 GPUs, one 72-GPU NVLink domain, Grace (arm64) CPUs. The catalog has no gb200
 # model yet: b200 stands in (the bodies depend on the pool's figures, not the model).

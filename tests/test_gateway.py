@@ -11,14 +11,14 @@ from network_policy_eval import Endpoint, admitted
 from gpu_platform import versions
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.gateway_config import GatewayConfig, publishes_services
-from gpu_platform.kube import cert_manager, gateway_values, inference_objects
-from gpu_platform.kube import gateway_objects as objects
-from gpu_platform.kube.cert_manager import CertManager
-from gpu_platform.kube.gateway import InferenceGateway, gateway_args
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool
 from gpu_platform.schemas import validate_manifest
+from gpu_platform.serving import cert_manager, gateway_values, inference_objects
+from gpu_platform.serving import gateway_objects as objects
+from gpu_platform.serving.cert_manager import CertManager
+from gpu_platform.serving.gateway import InferenceGateway, gateway_args
+from gpu_platform.serving.gateway_config import GatewayConfig, publishes_services
 from gpu_platform.testing import run_program
 
 KEYS = Path(__file__).parent / "data" / "chart_keys"

@@ -17,8 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from gpu_platform import labels
 from gpu_platform.cli import build_parser
-from gpu_platform.health import dispatch
-from gpu_platform.kube import health_objects
+from gpu_platform.health import dispatch, health_objects
 from gpu_platform.pools import GpuPool
 
 STACKS = Path(__file__).resolve().parents[1] / "stacks"

@@ -12,11 +12,12 @@ import pytest
 import yaml
 from conftest import planned_stack
 
-from gpu_platform import health_catalog, health_config, labels, versions
+from gpu_platform import labels, versions
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import alerts, health_monitoring, health_objects, health_placement
-from gpu_platform.kube.health import GpuHealth
+from gpu_platform.health import health_catalog, health_config, health_monitoring, health_objects, health_placement
+from gpu_platform.health.gpu_health import GpuHealth
+from gpu_platform.monitoring import alerts
 from gpu_platform.platform import GpuPlatform
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.testing import run_program
@@ -442,7 +443,7 @@ def test_every_alert_is_tested_and_has_a_runbook():
 
 
 def test_the_dashboard_queries_parse(promtool, tmp_path):
-    from gpu_platform.kube import dashboards
+    from gpu_platform.monitoring import dashboards
 
     exprs = [e for _, e in dashboards.dashboard_expressions(health_monitoring.health_dashboard())]
     assert len(exprs) == 5

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from gpu_platform import health_catalog, labels
+from gpu_platform import labels
 from gpu_platform.cli import main
 from gpu_platform.health import controller as ctl
+from gpu_platform.health import health_catalog
 from gpu_platform.health.remediation import (
     DRAIN,
     QUARANTINE,
@@ -690,7 +691,7 @@ def test_the_real_client_sends_strategic_merge_patches_and_typed_bodies(monkeypa
 
 def test_the_health_components_config_is_what_the_controller_reads(tmp_path):
     """The contract with the health layer: the JSON its ConfigMap carries parses to the policy it describes."""
-    from gpu_platform.kube import health_objects
+    from gpu_platform.health import health_objects
 
     spec = health_objects.HealthSpec(pools=(), mode="drain", max_quarantined_per_pool=2, max_quarantined_percent=25,
                                      cooldown_minutes=15)

@@ -279,7 +279,7 @@ def test_patch_status_failure_leaves_the_label_alone(tmp_path):
 
 def test_the_check_pods_arguments_are_what_the_reporter_reads(tmp_path, monkeypatch, capsys):
     """The contract with the health layer's CronJob: its reporter arguments, on a one-GPU NVIDIA node (DCGM only)."""
-    from gpu_platform.kube import health_objects
+    from gpu_platform.health import health_objects
 
     results = write_results(tmp_path / "results", v4_document(REAL_V4_TEST), "0\n")
     argv = [{"$(NODE_NAME)": "gpu-a", health_objects.RESULTS_DIR: str(results)}.get(a, a)

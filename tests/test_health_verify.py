@@ -10,9 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpu_platform import cli, labels
-from gpu_platform.health import verify, verify_live
-from gpu_platform.health.verify import FAIL, PASS, SKIP
+from gpu_platform import cli, labels, verify, verify_live
+from gpu_platform.verify import FAIL, PASS, SKIP
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data" / "health"

@@ -73,7 +73,7 @@ def test_references_carry_tag_and_digest():
 
 
 def test_nic_cluster_policy_pulls_the_plugin_by_digest_and_the_driver_by_tag():
-    from gpu_platform.kube import rdma_specs
+    from gpu_platform.accelerators import rdma_specs
 
     assert rdma_specs.image_spec(versions.RDMA_SHARED_DEVICE_PLUGIN_IMAGE) == {
         "image": "k8s-rdma-shared-dev-plugin", "repository": "nvcr.io/nvidia/mellanox",

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_inference_app import Server, build  # its import puts examples/inference-app on sys.path
 
-from gpu_platform.kube import inference_objects as objects
 from gpu_platform.pools import GpuPool
+from gpu_platform.serving import inference_objects as objects
 
 AUDIT_HOOK = '''
 import os

@@ -9,7 +9,7 @@ import yaml
 from gpu_platform import cli, plan
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.isolation import network_policy_users
+from gpu_platform.security.isolation import network_policy_users
 
 POOL = {"name": "train", "gpuModel": "h100", "gpusPerNode": 8, "minNodes": 1, "maxNodes": 1}
 NOTHING_ISOLATED = {"monitoring": {"enabled": False}, "inference": {"enabled": False},

@@ -4,20 +4,20 @@ its name and the argument, raised before anything is registered; every accepted 
 import pulumi
 import pytest
 
+from gpu_platform.accelerators.nvidia import NvidiaGpuStack
+from gpu_platform.accelerators.rdma import RdmaStack
+from gpu_platform.autoscaling.workload_autoscaling import WorkloadAutoscaling
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube.autoscaling import WorkloadAutoscaling
-from gpu_platform.kube.keda import KedaOperator
-from gpu_platform.kube.monitoring import GpuMonitoring
-from gpu_platform.kube.network_policy_engine import CalicoPolicyEngine
-from gpu_platform.kube.nvidia import NvidiaGpuStack
-from gpu_platform.kube.optimizer import GpuOptimizer
-from gpu_platform.kube.rdma import RdmaStack
-from gpu_platform.kube.scheduling import SchedulingPolicy
-from gpu_platform.kube.tenancy import TeamNamespace
-from gpu_platform.kube.training import TrainingWorkload
-from gpu_platform.kube.workloads import InferenceService
+from gpu_platform.monitoring.gpu_monitoring import GpuMonitoring
+from gpu_platform.optimizer.gpu_optimizer import GpuOptimizer
 from gpu_platform.pools import GpuPool, Sharing
+from gpu_platform.scheduling.policy import SchedulingPolicy
+from gpu_platform.scheduling.tenancy import TeamNamespace
+from gpu_platform.security.network_policy_engine import CalicoPolicyEngine
+from gpu_platform.serving.keda import KedaOperator
+from gpu_platform.serving.workloads import InferenceService
 from gpu_platform.testing import run_program
+from gpu_platform.training.workload import TrainingWorkload
 
 L4 = GpuPool("l4", "aws", "g6.12xlarge", "l4", 4, 24, 0, 3)
 EFA = GpuPool("train", "aws", "p5.48xlarge", "h100", 8, 80, 2, 2, rdma_fabric="efa", rdma_interfaces=32)

@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from gpu_platform import llm_config, llm_models
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
 from gpu_platform.pools import GpuPool, Sharing
+from gpu_platform.serving import llm_config, llm_models
 
 L4 = {"name": "l4-infer", "instanceType": "g6.2xlarge", "role": "inference", "minNodes": 1, "maxNodes": 4}
 H100 = {"name": "h100", "instanceType": "p5.48xlarge", "role": "training", "maxNodes": 2}
@@ -274,7 +274,7 @@ def test_the_cache_follows_the_checkpoint():
 
 
 def test_requests_per_gpu_follow_the_node_shape():
-    from gpu_platform.kube import llm_objects
+    from gpu_platform.serving import llm_objects
 
     l4 = GpuPool("l4", "aws", "g6.2xlarge", "l4", 1, 24, 0, 4, vcpus_per_node=8, memory_gib_per_node=32)
     h100 = GpuPool("h100", "aws", "p5.48xlarge", "h100", 8, 80, 0, 2, vcpus_per_node=192, memory_gib_per_node=2048)

@@ -15,8 +15,8 @@ from test_monitoring_dashboards import panels
 from test_monitoring_rules import alert_cases
 
 from gpu_platform import config
-from gpu_platform.kube import alerts, dashboards, llm_monitoring, metric_names
-from gpu_platform.kube.monitoring import (
+from gpu_platform.monitoring import alerts, dashboards, llm_monitoring, metric_names
+from gpu_platform.monitoring.gpu_monitoring import (
     ALERT_RULES_NAME,
     DEFAULT_RUNBOOK_BASE_URL,
     GpuMonitoring,
@@ -122,8 +122,9 @@ def test_alerts_read_vllm_metrics_and_link_their_runbooks():
 
 
 def test_the_vllm_metric_names():
-    """The names the rules, the dashboard and the autoscaler read (vLLM v0.31 V1 engine, kube/metric_names.py); the
-    retired ``vllm:gpu_cache_usage_perc`` and ``vllm:time_per_output_token_seconds`` are not among them."""
+    """The names the rules, the dashboard and the autoscaler read (vLLM v0.31 V1 engine,
+    monitoring/metric_names.py); the retired ``vllm:gpu_cache_usage_perc`` and
+    ``vllm:time_per_output_token_seconds`` are not among them."""
     names = {metric_names.VLLM_REQUESTS_WAITING, metric_names.VLLM_REQUESTS_RUNNING, metric_names.VLLM_KV_CACHE_USAGE,
              metric_names.VLLM_TIME_TO_FIRST_TOKEN, metric_names.VLLM_INTER_TOKEN_LATENCY,
              metric_names.VLLM_E2E_LATENCY, metric_names.VLLM_PREEMPTIONS_TOTAL,

@@ -50,7 +50,7 @@ def gateway(monkeypatch):
     def build(platform: Any, name: str) -> None:
         platform.layers["gateway"] = stand_in
 
-    monkeypatch.setattr("gpu_platform.kube.gateway.build_gateway_layer", build)
+    monkeypatch.setattr("gpu_platform.serving.gateway.build_gateway_layer", build)
     return stand_in
 
 
@@ -149,7 +149,7 @@ def test_a_gateway_without_inference_pools_is_refused(gateway):
 
 
 def test_gke_installs_the_crd_itself_from_1_34():
-    from gpu_platform.kube.llm import gke_installs_inference_pool
+    from gpu_platform.serving.llm import gke_installs_inference_pool
 
     def stack(cloud, version):
         where = ({"region": "us-central1", "project": "gpu-platform-dev",
@@ -233,7 +233,7 @@ KEYS = {
 
 
 def test_the_table_covers_every_key():
-    from gpu_platform import llm_config
+    from gpu_platform.serving import llm_config
 
     assert set(KEYS) == llm_config.KEYS
 

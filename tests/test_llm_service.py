@@ -9,11 +9,11 @@ from network_policy_eval import Endpoint, admitted
 
 from gpu_platform import versions
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import llm_objects as o
-from gpu_platform.kube.llm import LlmService, spec_from_args
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.schemas import ManifestError, validate_manifest
+from gpu_platform.serving import llm_objects as o
+from gpu_platform.serving.llm import LlmService, spec_from_args
 from gpu_platform.testing import run_program
 
 L4 = GpuPool("l4-infer", "aws", "g6.2xlarge", "l4", 1, 24, 1, 4, vcpus_per_node=8, memory_gib_per_node=32,

@@ -9,8 +9,8 @@ import yaml
 from gpu_platform import labels
 from gpu_platform.config import Secret, parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import monitoring
-from gpu_platform.kube.monitoring import GpuMonitoring, kube_prometheus_stack_values, monitoring_args
+from gpu_platform.monitoring import gpu_monitoring as monitoring
+from gpu_platform.monitoring.gpu_monitoring import GpuMonitoring, kube_prometheus_stack_values, monitoring_args
 from gpu_platform.plan import load_stack_file, plan_stack, render_manifests
 from gpu_platform.pools import GpuPool
 from gpu_platform.schemas import ManifestError, validate_manifest

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from gpu_platform import labels
-from gpu_platform.kube import alerts, dashboards, metric_names
-from gpu_platform.kube.monitoring import dashboard_configmap_body
+from gpu_platform.monitoring import alerts, dashboards, metric_names
+from gpu_platform.monitoring.gpu_monitoring import dashboard_configmap_body
 
 DASHBOARDS = dashboards.all_dashboards("serving")
 

@@ -5,11 +5,14 @@ from conftest import planned_stack
 from network_policy_eval import Endpoint, admitted
 
 from gpu_platform import plan
-from gpu_platform.kube import keda, monitoring, monitoring_policies, neuron_values
-from gpu_platform.kube.monitoring import GpuMonitoring, kube_prometheus_stack_values, monitoring_args
+from gpu_platform.accelerators import neuron_values
+from gpu_platform.monitoring import gpu_monitoring as monitoring
+from gpu_platform.monitoring import monitoring_policies
+from gpu_platform.monitoring.gpu_monitoring import GpuMonitoring, kube_prometheus_stack_values, monitoring_args
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool
 from gpu_platform.schemas import validate_manifest
+from gpu_platform.serving import keda
 from gpu_platform.testing import run_program
 
 POOLS = [GpuPool("l4-infer", "existing", "", "l4", 4, 24, 0, 4).spec()]
@@ -246,7 +249,7 @@ def _operator_services(result, namespace) -> list[dict]:
     """The exporter Services an operator creates at run time from a planned custom resource, as the vendor component
     documents them: the AMD GPU Operator makes one per DeviceConfig with ``metricsExporter.enable``, labelled
     ``app.kubernetes.io/service: <DeviceConfig>-metrics-exporter``, port ``exporter-port`` on
-    ``metricsExporter.port`` (kube/amd_values.py, checked there against ROCm/gpu-operator)."""
+    ``metricsExporter.port`` (accelerators/amd_values.py, checked there against ROCm/gpu-operator)."""
     services = []
     for config in _objects(result, "DeviceConfig"):
         exporter = config["spec"].get("metricsExporter", {})

@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpu_platform.kube import alerts, metric_names
-from gpu_platform.kube.monitoring import ALERT_RULES_NAME, DEFAULT_RUNBOOK_BASE_URL, RECORDING_RULES_NAME, GpuMonitoring
+from gpu_platform.monitoring import alerts, metric_names
+from gpu_platform.monitoring.gpu_monitoring import (
+    ALERT_RULES_NAME,
+    DEFAULT_RUNBOOK_BASE_URL,
+    RECORDING_RULES_NAME,
+    GpuMonitoring,
+)
 from gpu_platform.pools import GpuPool
 from gpu_platform.testing import run_program
 

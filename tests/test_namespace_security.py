@@ -5,11 +5,12 @@ from conftest import planned_stack
 from network_policy_eval import Endpoint, admitted
 
 from gpu_platform import labels, plan
-from gpu_platform.kube import keda, namespace_security
-from gpu_platform.kube.keda import KedaOperator
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool
 from gpu_platform.schemas import validate_manifest
+from gpu_platform.security import namespace_security
+from gpu_platform.serving import keda
+from gpu_platform.serving.keda import KedaOperator
 from gpu_platform.testing import run_program
 
 STACKS = sorted(plan.discover_stacks())
@@ -21,17 +22,17 @@ PLATFORM_NAMESPACES = {
     "gpu-health": "privileged",
     # Accelerator vendors' software: the Neuron node problem detector (hostPath) and neuron-monitor (privileged),
     # and the AMD GPU Operator's operands and NFD workers (privileged or hostPath), need host access; cert-manager
-    # and the JobSet controller meet restricted with their charts' defaults (kube/neuron_values.py,
-    # kube/amd_values.py, kube/tpu.py).
+    # and the JobSet controller meet restricted with their charts' defaults (accelerators/neuron_values.py,
+    # accelerators/amd_values.py, accelerators/tpu.py).
     "aws-neuron": "privileged", "kube-amd-gpu": "privileged", "cert-manager": "restricted",
     "jobset-system": "restricted",
     # The Gateway's namespace (only cert-manager's ACME solver pods ever run there), Envoy Gateway's controller and
-    # Envoy pods, Envoy AI Gateway's controller: all meet restricted (kube/namespace_security.py names the sources).
+    # Envoy pods, Envoy AI Gateway's controller: all meet restricted (security/namespace_security.py names the sources).
     "gateway": "restricted", "envoy-gateway-system": "restricted", "envoy-ai-gateway-system": "restricted",
-    # The LLM service: vLLM and its endpoint picker, the platform's own pods (kube/llm_objects.py).
+    # The LLM service: vLLM and its endpoint picker, the platform's own pods (serving/llm_objects.py).
     "llm": "restricted",
     # The storage layer: the pre-pull DaemonSets meet restricted; the directories Job runs as root (a new file
-    # system's root belongs to root), which baseline allows (kube/storage_objects.py).
+    # system's root belongs to root), which baseline allows (storage/storage_objects.py).
     "gpu-storage": "baseline",
 }
 """Every namespace of the reference stacks that is not a team's, with the level it must enforce."""

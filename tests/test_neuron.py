@@ -9,15 +9,16 @@ from chart_keys import load_keys, unknown_keys
 from conftest import planned_stack
 
 from gpu_platform import catalog, labels, versions
+from gpu_platform.accelerators import neuron_values, rdma_specs
+from gpu_platform.accelerators.neuron import checked_args
 from gpu_platform.clouds.aws import cluster as aws_cluster
 from gpu_platform.clouds.aws import karpenter_objects as ko
 from gpu_platform.clouds.aws import nodes as aws_nodes
 from gpu_platform.clouds.aws.options import AwsPoolOptions
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import dashboards, neuron_values, rdma_specs
-from gpu_platform.kube.neuron import checked_args
 from gpu_platform.labels import Taint
+from gpu_platform.monitoring import dashboards
 from gpu_platform.pools import GpuPool
 
 ROOT = Path(__file__).resolve().parents[1]

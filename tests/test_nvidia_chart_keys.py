@@ -13,8 +13,8 @@ import pytest
 from chart_keys import load_keys, unknown_keys
 
 from gpu_platform import versions
-from gpu_platform.kube import nvidia_values as nv
-from gpu_platform.kube import rdma_specs
+from gpu_platform.accelerators import nvidia_values as nv
+from gpu_platform.accelerators import rdma_specs
 from gpu_platform.labels import Taint
 from gpu_platform.pools import GpuPool, Sharing
 

@@ -3,7 +3,7 @@
 import yaml
 
 from gpu_platform import labels
-from gpu_platform.kube import sharing
+from gpu_platform.accelerators import sharing
 from gpu_platform.pools import GpuPool, Sharing
 
 

@@ -5,9 +5,9 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
+from gpu_platform.accelerators import sharing
+from gpu_platform.accelerators.nvidia import NvidiaGpuStack
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import sharing
-from gpu_platform.kube.nvidia import NvidiaGpuStack
 from gpu_platform.labels import Taint
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.testing import run_program

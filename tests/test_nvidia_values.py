@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from gpu_platform.kube import nvidia_values as nv
+from gpu_platform.accelerators import nvidia_values as nv
 from gpu_platform.labels import AKS_SPOT_TAINT, Taint
 from gpu_platform.pools import GpuPool, Sharing
 

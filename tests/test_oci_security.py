@@ -14,8 +14,8 @@ from gpu_platform.clouds.oci.cluster import kubeconfig_endpoint, network_policy_
 from gpu_platform.clouds.oci.iam import secrets_key_statement
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube.network_policy_engine import CalicoPolicyEngine, calico_objects, felix_env
 from gpu_platform.pool_builder import gpu_pool
+from gpu_platform.security.network_policy_engine import CalicoPolicyEngine, calico_objects, felix_env
 from gpu_platform.testing import run_program
 
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaaexamplecompartment"

@@ -3,8 +3,8 @@
 import pytest
 import yaml
 
-from gpu_platform.kube.optimizer import GpuOptimizer
-from gpu_platform.kube.optimizer_objects import rbac_rules
+from gpu_platform.optimizer.gpu_optimizer import GpuOptimizer
+from gpu_platform.optimizer.optimizer_objects import rbac_rules
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.testing import run_program
 

@@ -13,8 +13,8 @@ from pulumi.runtime import resource as resource_runtime
 from gpu_platform import pool_spec, testing
 from gpu_platform.component_args import Args
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube.tenancy import TeamNamespace
 from gpu_platform.pool_builder import gpu_pool
+from gpu_platform.scheduling.tenancy import TeamNamespace
 
 POOLS = [gpu_pool("aws", {"name": f"pool-{i}", "instanceType": shape, "maxNodes": 2}).spec()
          for i, shape in enumerate(["g6.xlarge", "g6e.12xlarge", "p5.48xlarge"])]

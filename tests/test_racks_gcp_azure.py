@@ -9,6 +9,7 @@ import pulumi
 import pytest
 
 from gpu_platform import catalog, plan, pool_args, testing
+from gpu_platform.accelerators import rdma_specs
 from gpu_platform.clouds import azure, gcp
 from gpu_platform.clouds.azure import AksCluster, AksGpuNodePool
 from gpu_platform.clouds.azure import specs as azure_specs
@@ -16,7 +17,6 @@ from gpu_platform.clouds.gcp import GkeCluster, GkeGpuNodePool
 from gpu_platform.clouds.gcp import options as gcp_options
 from gpu_platform.clouds.gcp import pools as gcp_pools
 from gpu_platform.config import ConfigError, parse_config, strip_namespace
-from gpu_platform.kube import rdma_specs
 from gpu_platform.pools import GpuPool
 
 R = "us-central1"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from gpu_platform import catalog
-from gpu_platform.kube import rdma_specs as specs
-from gpu_platform.kube.rdma import RdmaStack
+from gpu_platform.accelerators import rdma_specs as specs
+from gpu_platform.accelerators.rdma import RdmaStack
 from gpu_platform.labels import Taint
 from gpu_platform.pools import GpuPool
 from gpu_platform.schemas import ManifestError, crd_schema, validate_manifest

@@ -2,10 +2,10 @@
 
 import yaml
 
-from gpu_platform.kube import kueue_objects as ko
-from gpu_platform.kube.scheduling import SchedulingPolicy
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool, Sharing
+from gpu_platform.scheduling import kueue_objects as ko
+from gpu_platform.scheduling.policy import SchedulingPolicy
 from gpu_platform.schemas import validate_manifest
 from gpu_platform.testing import run_program
 

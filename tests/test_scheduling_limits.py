@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_platform.config import TeamConfig
-from gpu_platform.kube import kueue_objects, quota_split
 from gpu_platform.pools import GpuPool
+from gpu_platform.scheduling import kueue_objects, quota_split
 from gpu_platform.schemas import validate_manifest
 
 

@@ -8,12 +8,12 @@ from chart_keys import load_keys, unknown_keys
 
 from gpu_platform import labels, versions
 from gpu_platform.config import TeamConfig
-from gpu_platform.kube import kueue_objects as ko
-from gpu_platform.kube import priority_objects as po
-from gpu_platform.kube import quota_split
 from gpu_platform.labels import AKS_SPOT_TAINT, Taint
 from gpu_platform.pools import GpuPool, Sharing
-from gpu_platform.priorities import HIGH, LOW, MEDIUM
+from gpu_platform.scheduling import kueue_objects as ko
+from gpu_platform.scheduling import priority_objects as po
+from gpu_platform.scheduling import quota_split
+from gpu_platform.scheduling.priorities import HIGH, LOW, MEDIUM
 from gpu_platform.schemas import validate_manifest
 
 DATA = Path(__file__).parent / "data"

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from gpu_platform import catalog
 from gpu_platform.config import parse_team
-from gpu_platform.kube import kueue_objects as ko
 from gpu_platform.labels import AKS_SPOT_TAINT, TAINT_EFFECTS, Taint
 from gpu_platform.pools import GpuPool, Sharing
+from gpu_platform.scheduling import kueue_objects as ko
 from gpu_platform.schemas import validate_manifest
 
 NAMES = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)

@@ -10,9 +10,9 @@ import pytest
 from conftest import planned_stack
 
 from gpu_platform import catalog, labels, plan, versions
-from gpu_platform.kube import autoscaling_plan
-from gpu_platform.kube import kueue_objects as ko
-from gpu_platform.priorities import PER_GPU_TIERS, TIERS
+from gpu_platform.autoscaling import autoscaling_plan
+from gpu_platform.scheduling import kueue_objects as ko
+from gpu_platform.scheduling.priorities import PER_GPU_TIERS, TIERS
 
 STACKS = sorted(plan.discover_stacks())
 

@@ -74,12 +74,17 @@ def test_outputs_reference_the_cloud_resources(schema):
     assert eks["kubeconfig"] == {"type": "string"}
 
 
+COMPONENT_PACKAGES = ("clouds", "kubernetes_base", "security", "accelerators", "scheduling", "monitoring", "serving",
+                      "training", "storage", "health", "autoscaling", "optimizer", "upgrades")
+"""The packages that define components: the clouds and every feature."""
+
+
 def _component_classes() -> dict[str, type]:
-    """Every ComponentResource defined in the library's cloud and Kubernetes layers and the platform."""
+    """Every ComponentResource defined in the library's cloud layers, its feature packages and the platform."""
     found: dict[str, type] = {}
     package = Path(gpu_platform.__file__).parent
     modules = ["gpu_platform.platform"] + [
-        m.name for sub in ("clouds", "kube")
+        m.name for sub in COMPONENT_PACKAGES
         for m in pkgutil.walk_packages([str(package / sub)], prefix=f"gpu_platform.{sub}.") if not m.ispkg]
     for name in modules:
         module = importlib.import_module(name)
@@ -207,7 +212,9 @@ TEAM = {"name": "research", "gpuQuota": 16, "cpuQuota": 128, "memoryQuotaGib": 1
 
 @pytest.fixture(scope="module")
 def component_provider():
-    classes = [provider.load(p) for p in provider.COMPONENTS if ".kube." in p or "existing" in p]
+    # The components that need no cloud SDK: every feature's and the existing-cluster layer's.
+    classes = [provider.load(p) for p in provider.COMPONENTS
+               if not p.startswith("gpu_platform.clouds.") or "existing" in p]
     return ComponentProvider(classes, provider.PACKAGE, provider.NAMESPACE, gpu_platform.__version__)
 
 

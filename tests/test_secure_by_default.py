@@ -12,9 +12,10 @@ from conftest import write_planned_stacks
 from test_workload_security import image_references, repository_of, stack_config
 
 from gpu_platform import catalog, plan, versions
-from gpu_platform.gateway_config import https_host, publishes_services
-from gpu_platform.kube import autoscaling_plan, workloads
+from gpu_platform.autoscaling import autoscaling_plan
 from gpu_platform.pools import training_pool
+from gpu_platform.serving import workloads
+from gpu_platform.serving.gateway_config import https_host, publishes_services
 
 STACKS = sorted(plan.discover_stacks())
 MANAGED = [s for s in STACKS if s != "existing"]
@@ -49,9 +50,9 @@ def cloud_of(stack):
 
 VENDOR_NAMESPACES = {catalog.AWS_NEURON: {"aws-neuron"}, catalog.AMD: {"kube-amd-gpu", "cert-manager"},
                      catalog.GOOGLE_TPU: {"jobset-system"}}
-"""The namespaces each vendor's software runs in (kube/neuron.py, kube/amd.py, kube/tpu.py)."""
+"""The namespaces each vendor's software runs in (accelerators/neuron.py, accelerators/amd.py, accelerators/tpu.py)."""
 GATEWAY_NAMESPACES = {"gateway", "envoy-gateway-system", "envoy-ai-gateway-system"}
-"""The Gateway's namespace, Envoy Gateway's and Envoy AI Gateway's (kube/gateway.py)."""
+"""The Gateway's namespace, Envoy Gateway's and Envoy AI Gateway's (serving/gateway.py)."""
 OPTIONAL_NAMESPACES = {"gpu-optimizer", "inference", "llm", *GATEWAY_NAMESPACES,
                        *(ns for group in VENDOR_NAMESPACES.values() for ns in group)}
 

@@ -9,13 +9,14 @@ import pulumi
 import pytest
 import yaml
 
-from gpu_platform import plan, storage_config
+from gpu_platform import plan
 from gpu_platform.clouds.aws import storage as aws_storage
 from gpu_platform.clouds.aws import storage_options as so
 from gpu_platform.clouds.aws.cluster import cluster_from_config
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube.pod_security import RUN_AS_ID
+from gpu_platform.security.pod_security import RUN_AS_ID
+from gpu_platform.storage import storage_config
 from gpu_platform.testing import DEFAULT_REGION, run_program
 
 ROOT = Path(__file__).resolve().parent.parent

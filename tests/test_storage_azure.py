@@ -12,7 +12,7 @@ from gpu_platform.clouds.azure import cluster_from_config
 from gpu_platform.clouds.azure import storage_options as so
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.storage_backends import CsiDriverManifests
+from gpu_platform.storage.storage_backends import CsiDriverManifests
 from gpu_platform.testing import AZURE_SUBSCRIPTION_ID, run_program
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"

@@ -7,9 +7,9 @@ import pytest
 
 from gpu_platform import clouds as clouds_module
 from gpu_platform import config as config_module
-from gpu_platform import storage_config as sc
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
+from gpu_platform.storage import storage_config as sc
 
 
 def existing_raw(**extra) -> dict:

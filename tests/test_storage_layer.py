@@ -11,29 +11,27 @@ from conftest import planned_stack
 from gpu_platform import plan, versions
 from gpu_platform.config import parse_config, strip_namespace
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import inference_objects, llm_objects, pod_security, storage, tenancy_objects
-from gpu_platform.kube import storage_objects as objects
-from gpu_platform.kube import training_objects as tobj
-from gpu_platform.kube.llm import LlmService, llm_args
-from gpu_platform.kube.storage import DataPlaneStorage
-from gpu_platform.kube.teams import team_of, team_spec
-from gpu_platform.kube.workloads import InferenceService, inference_args
 from gpu_platform.plan import render_manifests
+from gpu_platform.scheduling import tenancy_objects
+from gpu_platform.scheduling.teams import team_of, team_spec
 from gpu_platform.schemas import validate_manifest
-from gpu_platform.storage_backends import (
+from gpu_platform.security import pod_security
+from gpu_platform.serving import inference_objects, llm_objects
+from gpu_platform.serving.llm import LlmService, llm_args
+from gpu_platform.serving.workloads import InferenceService, inference_args
+from gpu_platform.storage import data_plane as storage
+from gpu_platform.storage import storage_objects as objects
+from gpu_platform.storage.data_plane import DataPlaneStorage
+from gpu_platform.storage.storage_backends import (
     BucketBackend,
     CsiDriverChart,
     CsiDriverManifests,
     SharedFileSystemBackend,
     StorageBackends,
 )
-from gpu_platform.storage_config import (
-    BucketConfig,
-    ImagePullsConfig,
-    SharedFileSystemConfig,
-    StorageConfig,
-)
+from gpu_platform.storage.storage_config import BucketConfig, ImagePullsConfig, SharedFileSystemConfig, StorageConfig
 from gpu_platform.testing import run_program
+from gpu_platform.training import training_objects as tobj
 from gpu_platform.versions import Chart
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -389,7 +387,7 @@ def test_without_storage_the_training_pod_is_unchanged():
 
 
 def test_the_training_workload_uses_the_team_checkpoints_instead_of_its_own():
-    from gpu_platform.kube.training import TrainingWorkload
+    from gpu_platform.training.workload import TrainingWorkload
 
     pool = with_shared().gpu_pools()[1]
     rec = run_program(lambda: TrainingWorkload("t", {"pool": pool.spec(), "namespace": "research", "gpu_quota": 8,
@@ -418,7 +416,7 @@ def test_the_sentiment_app_binds_its_cache_to_the_shared_volume():
 
 
 def llm_config_with_shared(shared_backend):
-    from gpu_platform.llm_config import LlmConfig
+    from gpu_platform.serving.llm_config import LlmConfig
 
     config = with_shared()
     config = dataclasses.replace(config, llm=LlmConfig(model="Qwen/Qwen3-0.6B", pool="a100-infer"))
@@ -564,7 +562,7 @@ def test_root_only_mounts_give_the_training_job_its_team_directories():
         "datasets_sub_path": "teams/research/datasets", "checkpoint_sub_path": "teams/research/checkpoints"}
     assert "datasets_sub_path" not in storage.training_storage(config, StorageBackends(shared_file_system=SHARED),
                                                                "research")
-    from gpu_platform.kube.training import TrainingWorkload
+    from gpu_platform.training.workload import TrainingWorkload
 
     pool = config.gpu_pools()[1]
     args = {"pool": pool.spec(), "namespace": "research", "gpu_quota": 8,
@@ -599,10 +597,10 @@ def test_root_only_mounts_keep_the_model_caches_in_models():
 
 
 @pytest.mark.parametrize(("build", "message"), [
-    (lambda pool: __import__("gpu_platform.kube.training", fromlist=["x"]).TrainingWorkload(
+    (lambda pool: __import__("gpu_platform.training.workload", fromlist=["x"]).TrainingWorkload(
         "t", {"pool": pool.spec(), "namespace": "r", "gpu_quota": 8, "datasets_sub_path": "teams/r/datasets"}),
      "datasets_sub_path: takes effect only with datasets_claim"),
-    (lambda pool: __import__("gpu_platform.kube.training", fromlist=["x"]).TrainingWorkload(
+    (lambda pool: __import__("gpu_platform.training.workload", fromlist=["x"]).TrainingWorkload(
         "t", {"pool": pool.spec(), "namespace": "r", "gpu_quota": 8, "checkpoint_claim": "c",
               "checkpoint_sub_path": "../other"}),
      "checkpoint_sub_path: must be a relative path inside the file system, without '..'"),

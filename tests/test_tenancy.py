@@ -4,12 +4,12 @@ import pytest
 from network_policy_eval import Endpoint, admitted
 
 from gpu_platform.config import TeamConfig
-from gpu_platform.kube import namespace_security
-from gpu_platform.kube import tenancy_objects as to
-from gpu_platform.kube.tenancy import TeamNamespace
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool
+from gpu_platform.scheduling import tenancy_objects as to
+from gpu_platform.scheduling.tenancy import TeamNamespace
 from gpu_platform.schemas import validate_manifest
+from gpu_platform.security import namespace_security
 from gpu_platform.testing import run_program
 
 TEAM = {"name": "research", "gpu_quota": 24, "cpu_quota": 192, "memory_quota_gib": 1536, "group": "ml-research"}

@@ -9,13 +9,14 @@ import yaml
 from chart_keys import load_keys, unknown_keys
 
 from gpu_platform import catalog, schemas, testing, versions
+from gpu_platform.accelerators import tpu_objects
+from gpu_platform.accelerators.tpu import TpuJobSet, TpuSliceJob
 from gpu_platform.clouds import gcp
 from gpu_platform.clouds.gcp import options as gcp_options
 from gpu_platform.config import ConfigError, parse_config
 from gpu_platform.errors import ConfigError as ComponentConfigError
-from gpu_platform.kube import kueue_objects, tpu_objects
-from gpu_platform.kube.tpu import TpuJobSet, TpuSliceJob
 from gpu_platform.pools import GpuPool
+from gpu_platform.scheduling import kueue_objects
 
 REGION = "us-east5"
 ZONE = "us-east5-b"

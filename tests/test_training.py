@@ -10,14 +10,14 @@ import pytest
 
 from gpu_platform import labels, versions
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import training_objects as tobj
-from gpu_platform.kube import training_script
-from gpu_platform.kube.training import TrainingWorkload
 from gpu_platform.labels import Taint
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.schemas import validate_manifest
 from gpu_platform.testing import run_program
+from gpu_platform.training import training_objects as tobj
+from gpu_platform.training import training_script
+from gpu_platform.training.workload import TrainingWorkload
 
 EFA_POOL = GpuPool("h100-train", "aws", "p5.48xlarge", "h100", 8, 80, 2, 2, rdma_fabric="efa", rdma_interfaces=32,
                    user_taints=(Taint("dedicated", "training"),), nccl_env=(("FI_PROVIDER", "efa"),))

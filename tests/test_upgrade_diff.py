@@ -314,7 +314,7 @@ def test_capacity_and_quota_changes_are_in_place(edit):
 
 
 def test_an_alert_threshold_change_is_in_place():
-    from gpu_platform.kube import alerts
+    from gpu_platform.monitoring import alerts
 
     old = planned("aws-dev", "1.36")
     document = json.loads(Path(old).read_text())

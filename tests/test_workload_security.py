@@ -11,7 +11,9 @@ import pytest
 from conftest import planned_stack
 
 from gpu_platform import catalog, config, plan, versions
-from gpu_platform.kube import autoscaling_plan, tpu_objects, workloads
+from gpu_platform.accelerators import tpu_objects
+from gpu_platform.autoscaling import autoscaling_plan
+from gpu_platform.serving import workloads
 
 STACKS = sorted(plan.discover_stacks())
 
@@ -53,25 +55,27 @@ THIRD_PARTY_PODS: dict[tuple[str, str], str] = {
 """(kind, name) of pods rendered from an upstream manifest and run as published (e.g. a privileged node agent),
 with the reason; their images are still checked for digests."""
 UNHARDENED_EXAMPLES: dict[tuple[str, str], str] = {
-    ("JobSet", tpu_objects.EXAMPLE_NAME): "the TPU slice example (kube/tpu_objects.py) pip-installs jax[tpu] into the "
-                                          "python image's own site-packages when it starts, as the image's root user "
-                                          "with a writable root filesystem and a service-account token; it drops every "
+    ("JobSet", tpu_objects.EXAMPLE_NAME): "the TPU slice example (accelerators/tpu_objects.py) pip-installs jax[tpu] "
+                                          "into the python image's own site-packages when it starts, as the image's "
+                                          "root user with a writable root filesystem and a service-account token; "
+                                          "it drops every "
                                           "capability and privilege escalation, but not root (a component change, "
                                           "not made yet)",
 }
 """(kind, name) of platform pods that do not meet the hardened security contexts yet, with the reason; their images
 are still checked for digests."""
 ROOT_SETUP_PODS: dict[tuple[str, str], str] = {
-    ("Job", "shared-file-system-directories"): "the storage layer's one-off Job (kube/storage_objects.py) creates the "
-                                               "claims' directories in a new file system, whose root belongs to root: "
-                                               "it runs as root, without any capability or privilege escalation, with "
+    ("Job", "shared-file-system-directories"): "the storage layer's one-off Job (storage/storage_objects.py) creates "
+                                               "the claims' directories in a new file system, whose root belongs to "
+                                               "root: it runs as root, without any capability or privilege escalation, "
+                                               "with "
                                                "a read-only root filesystem and no token",
 }
 """(kind, name) of platform pods that must run as root, with the reason; their images are still checked."""
 EXEMPT_PODS = {**THIRD_PARTY_PODS, **UNHARDENED_EXAMPLES, **ROOT_SETUP_PODS}
 HEALTH_CHECK_PODS = ("CronJob", "gpu-health-check-")
 HEALTH_CHECK_REASON = (
-    "the active health check (one CronJob per pool, kube/health_objects.py): its DCGM diagnostic runs as root with "
+    "the active health check (one CronJob per pool, health/health_objects.py): its DCGM diagnostic runs as root with "
     "SYS_ADMIN (DCGM's host engine and profiling counters), so the pod cannot be non-root; its all-reduce and "
     "reporter containers are hardened, and the reporter keeps the token to label its node")
 
@@ -372,7 +376,7 @@ def test_every_reference_stack_plans_health_and_dry_run_remediation(manifests):
     with node-problem-detector and active checks, Neuron on its own detector's condition, TPU on GKE's."""
     import json
 
-    from gpu_platform.kube import health_objects
+    from gpu_platform.health import health_objects
 
     for stack, objects in manifests.items():
         kinds = {(o["kind"], o["metadata"]["name"]) for o in objects

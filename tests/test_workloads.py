@@ -9,14 +9,14 @@ from conftest import planned_stack
 from gpu_platform import labels
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
-from gpu_platform.kube import gateway_objects
-from gpu_platform.kube import inference_objects as objects
-from gpu_platform.kube.keda import KedaOperator, keda_values
-from gpu_platform.kube.workloads import InferenceService, chosen_pool, inference_args, spec_from_args
 from gpu_platform.labels import AKS_SPOT_TAINT, Taint
 from gpu_platform.plan import plan_stack
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.schemas import ManifestError, validate_manifest
+from gpu_platform.serving import gateway_objects
+from gpu_platform.serving import inference_objects as objects
+from gpu_platform.serving.keda import KedaOperator, keda_values
+from gpu_platform.serving.workloads import InferenceService, chosen_pool, inference_args, spec_from_args
 from gpu_platform.testing import run_program
 from gpu_platform.versions import KEDA
 

@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description=dispatch.__doc__.splitlines()[0])
     dispatch.build_parser(health_dispatch)
     health_dispatch.set_defaults(func=dispatch.run)
-    from .health import verify_live
+    from . import verify_live
 
     verify = sub.add_parser("verify", help="conformance run against the live cluster of a stack: nodes, GPU software, "
                                            "smoke pods, two-node all-reduce, Kueue, DCGM, inference",

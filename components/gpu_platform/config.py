@@ -6,7 +6,10 @@
 
 Only ``cloud``, ``region`` (``compartmentId`` on OCI) and ``nodePools`` are required; every other key has a
 default documented on its field. Cloud-specific keys are parsed by ``clouds/<cloud>/options.py`` (pure
-modules without cloud SDK imports), so each cloud owns its own settings and rules.
+modules without cloud SDK imports), so each cloud owns its own settings and rules; each feature package parses its
+own section (`serving.gateway_config`, `serving.llm_config`, `storage.storage_config`, `health.health_config`,
+`upgrades.maintenance`...) with the field readers of `fields`, and ``nodePools[]`` entries are `node_pools`'. This
+module composes them and runs the checks that span sections; nothing below it imports it.
 """
 
 import re
@@ -14,7 +17,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Optional
 
-from . import catalog, gpu_allocation, priorities, provisioning
+from . import catalog, provisioning
+from .accelerators import gpu_allocation
+from .accelerators.gpu_software import DEFAULT_GPU_SOFTWARE, GPU_SOFTWARE, default_gpu_software  # noqa: F401  (re-exported)
+from .accelerators.gpu_software import check_pool_software as _check_pool_software
+from .autoscaling.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
 from .clouds import options_module
 from .config_model import (  # noqa: F401  (re-exported: the configuration's public types)
     DEFAULT_KUBERNETES_VERSION,
@@ -51,13 +58,7 @@ from .fields import (  # noqa: F401  (re-exported: the readers' former home)
     read_string_map,
 )
 from .fields import section as _section
-from .gateway_config import parse_gateway
-from .gpu_software import DEFAULT_GPU_SOFTWARE, GPU_SOFTWARE, default_gpu_software  # noqa: F401  (re-exported)
-from .gpu_software import check_pool_software as _check_pool_software
-from .health_config import check_health, parse_health
-from .kube.autoscaling_plan import check_platform_autoscalers, reference_tpu_slice
-from .kube.namespace_security import LEVELS as POD_SECURITY_LEVELS
-from .llm_config import check_llm, parse_llm
+from .health.health_config import check_health, parse_health
 from .node_pools import (  # noqa: F401  (re-exported: the nodePools parser's former home)
     POOL_KEYS,
     POOL_ROLES,
@@ -66,8 +67,13 @@ from .node_pools import (  # noqa: F401  (re-exported: the nodePools parser's fo
     parse_sharing,
     parse_taint,
 )
-from .storage_config import parse_storage
-from .storage_quotas import check_storage_quotas
+from .scheduling import priorities
+from .scheduling.kueue_objects import MAX_POOL_TAINTS
+from .security.namespace_security import LEVELS as POD_SECURITY_LEVELS
+from .serving.gateway_config import parse_gateway
+from .serving.llm_config import check_llm, parse_llm
+from .storage.quotas import check_storage_quotas
+from .storage.storage_config import parse_storage
 from .upgrades import kubernetes_versions
 from .upgrades.maintenance import parse_maintenance
 
@@ -142,7 +148,7 @@ def parse_team(raw_value: Any, path: str,
 
 def _storage_quota(raw: Mapping, path: str) -> Optional[str]:
     """``teams[].storageQuota`` checked (`storage_config.parse_storage_quota`), as given."""
-    from .storage_config import parse_storage_quota
+    from .storage.storage_config import parse_storage_quota
 
     value = read_str(raw, "storageQuota", path, None)
     parse_storage_quota(value, join(path, "storageQuota"))
@@ -314,8 +320,8 @@ def check_training_topology(config: PlatformConfig, raw: Mapping) -> None:
     """``training.topologyPolicy`` and ``topologyLevel`` act only where Kueue places the reference job on a
     topology-aware flavor, and the level must be one its pool's nodes carry (a Topology level no node carries would
     leave the job unplaceable)."""
-    from .kube.autoscaling_plan import reference_training
-    from .kube.kueue_objects import topology_aware, topology_levels
+    from .autoscaling.autoscaling_plan import reference_training
+    from .scheduling.kueue_objects import topology_aware, topology_levels
 
     sec = _section(raw, "training")
     given = [key for key in ("topologyPolicy", "topologyLevel") if key in sec]
@@ -440,8 +446,6 @@ def _check_autoscalers(config: PlatformConfig) -> None:
     check_platform_autoscalers(config)
 
 
-# Kueue's ResourceFlavor takes at most 8 tolerations (kueue.x-k8s.io/v1beta2 CRD, spec.tolerations maxItems).
-MAX_POOL_TAINTS = 8
 
 
 def _check_scheduling(config: PlatformConfig) -> None:
@@ -485,8 +489,8 @@ def _check_reference_workloads(config: PlatformConfig, explicit_optimizer: bool)
     """The reference workloads run on the pools they would land on: the training job (PyTorch DDP over NCCL/RCCL)
     on NVIDIA or AMD GPUs, or a TPU slice's JobSet; the inference app on NVIDIA, AMD or Neuron devices; the optimizer
     (per-pod utilisation) on NVIDIA or AMD pools: by default not deployed without them, asked for it is refused."""
-    from .kube.workloads import chosen_pool
     from .pools import training_pool
+    from .serving.workloads import chosen_pool
     from .versions import INFERENCE_IMAGES, TRAINING_IMAGES
 
     pools = config.gpu_pools()

@@ -9,12 +9,12 @@ from typing import Any, Optional
 
 from . import catalog, labels
 from .fields import Secret  # noqa: F401  (re-exported: a field of the model)
-from .gateway_config import GatewayConfig
-from .health_config import HealthConfig
+from .health.health_config import HealthConfig
 from .labels import Taint
-from .llm_config import LlmConfig
 from .pools import GpuPool, Sharing
-from .storage_config import StorageConfig
+from .serving.gateway_config import GatewayConfig
+from .serving.llm_config import LlmConfig
+from .storage.storage_config import StorageConfig
 from .upgrades import kubernetes_versions
 from .upgrades.maintenance import DEFAULT_WINDOW, MaintenanceWindow
 from .upgrades.pool_upgrade import PoolUpgrade

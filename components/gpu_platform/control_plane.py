@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from .cidrs import CidrRule
 from .component_args import Rule, cidr
-from .config import ConfigError, join, read_bool, read_list
+from .fields import ConfigError, join, read_bool, read_list
 
 KEYS = {"apiAllowedCidrs", "secretsEncryption"}
 """Stack keys every managed cloud's cluster options accept."""

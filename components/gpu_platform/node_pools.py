@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Optional
 
-from . import catalog, gpu_allocation, labels, provisioning
+from . import catalog, labels, provisioning
+from .accelerators import gpu_allocation
 from .config_model import NodePoolConfig
 from .errors import ConfigError, check_keys, join, one_of
 from .fields import (

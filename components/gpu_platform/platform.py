@@ -90,7 +90,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # [layer: network_policy]
         engine = self.cluster.outputs.get("network_policy_engine")
         if engine is not None:
-            from .kube.network_policy_engine import CalicoPolicyEngine
+            from .security.network_policy_engine import CalicoPolicyEngine
 
             # First, where the cloud's CNI enforces no NetworkPolicy (OKE): the policies later layers declare need
             # something on each node to enforce them. Nothing waits for it: a NetworkPolicy is accepted before its
@@ -100,7 +100,7 @@ class GpuPlatform(pulumi.ComponentResource):
                                                                opts=self._k8s_opts())
         # [layer: monitoring]
         if config.monitoring.enabled:
-            from .kube.monitoring import GpuMonitoring, monitoring_args
+            from .monitoring.gpu_monitoring import GpuMonitoring, monitoring_args
 
             # First: later layers' ServiceMonitors need the CRDs its release installs (they depend on .release).
             self.layers["monitoring"] = GpuMonitoring(f"{name}-monitoring", monitoring_args(config, specs),
@@ -111,7 +111,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # The NVIDIA software runs where there are NVIDIA pools (or no accelerator pool at all: a cluster whose GPU
         # nodes join later, as on existing clusters); a cluster of other vendors' accelerators gets none of it.
         if nvidia_specs or not specs:
-            from .kube.nvidia import NvidiaGpuStack, manages_driver
+            from .accelerators.nvidia import NvidiaGpuStack, manages_driver
 
             preinstalled = True if self.cluster.outputs.get("driver_preinstalled") else None
             # The DCGM exporter's ServiceMonitor needs kube-prometheus-stack's CRDs: the whole stack waits for them.
@@ -131,7 +131,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # [layer: neuron]
         neuron_specs = specs_of(catalog.AWS_NEURON)
         if neuron_specs:
-            from .kube.neuron import NeuronStack
+            from .accelerators.neuron import NeuronStack
 
             # Neuron device plugin, scheduler extension, node problem detector and neuron-monitor; its
             # ServiceMonitor needs kube-prometheus-stack's CRDs, so the stack waits for them.
@@ -145,14 +145,14 @@ class GpuPlatform(pulumi.ComponentResource):
                     "monitoring_namespace": monitoring.namespace} if monitoring is not None else {}),
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: gateway]
-        from .kube.gateway import build_gateway_layer
+        from .serving.gateway import build_gateway_layer
 
         # The Gateway API entry point (CRDs, controller, Gateway) the inference services publish their routes on;
         # before cert-manager, which watches Gateways from the start and so needs the Gateway API CRDs first.
         gateway = build_gateway_layer(self, name)
         # [layer: cert_manager]
-        from .kube import gateway_objects
-        from .kube.cert_manager import CertManager, cert_manager_args
+        from .serving import gateway_objects
+        from .serving.cert_manager import CertManager, cert_manager_args
 
         amd_specs = specs_of(catalog.AMD)
         # One cert-manager for whatever needs certificates: the AMD GPU Operator and the Gateway's HTTPS listener
@@ -166,7 +166,7 @@ class GpuPlatform(pulumi.ComponentResource):
                                                       opts=self._k8s_opts(depends_on=gateway_crds))
         # [layer: amd]
         if amd_specs:
-            from .kube.amd import AmdGpuStack
+            from .accelerators.amd import AmdGpuStack
 
             # cert-manager, the AMD GPU Operator and a DeviceConfig per AMD pool. Its NFD only when the NVIDIA stack
             # runs none (one NFD per cluster); the exporter's ServiceMonitor needs the Prometheus Operator CRDs.
@@ -186,7 +186,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # [layer: tpu]
         tpu_specs = specs_of(catalog.GOOGLE_TPU)
         if tpu_specs:
-            from .kube.tpu import TpuJobSet
+            from .accelerators.tpu import TpuJobSet
 
             # GKE brings the TPU runtime, device plugin, taint and node labels; the platform adds the JobSet
             # controller multi-host slices' workloads run under. No ServiceMonitor or dashboard: GKE exports TPU
@@ -194,7 +194,7 @@ class GpuPlatform(pulumi.ComponentResource):
             self.layers["tpu"] = TpuJobSet(f"{name}-tpu", {"pools": tpu_specs}, opts=self._k8s_opts())
         # [layer: rdma]
         if any(p.rdma_fabric for p in self.pools):
-            from .kube.rdma import RdmaStack
+            from .accelerators.rdma import RdmaStack
 
             # After the accelerator stacks: the NFD one of them runs (the cluster's only one) labels the NICs the
             # Network Operator uses.
@@ -204,8 +204,8 @@ class GpuPlatform(pulumi.ComponentResource):
                 "nfd_installed": any(getattr(stack, "runs_nfd", False) for stack in accelerator_stacks),
             }, opts=self._k8s_opts(depends_on=accelerator_stacks))
         # [layer: scheduling]
-        from .kube.scheduling import SchedulingPolicy
-        from .kube.teams import team_spec
+        from .scheduling.policy import SchedulingPolicy
+        from .scheduling.teams import team_spec
 
         monitoring = self.layers.get("monitoring")
         teams = [team_spec(t) for t in config.teams]
@@ -219,7 +219,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "enable_prometheus": monitoring is not None,
         }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: tenancy]
-        from .kube.tenancy import TeamNamespace
+        from .scheduling.tenancy import TeamNamespace
 
         scheduling = self.layers["scheduling"]
         # After Kueue's release: its webhooks (which watch team namespaces) answer before team objects. Depending on
@@ -237,25 +237,25 @@ class GpuPlatform(pulumi.ComponentResource):
             for team, team_config in zip(teams, config.teams, strict=True)
         }
         # [layer: storage]
-        from .kube.storage import build_storage_layer
+        from .storage.data_plane import build_storage_layer
 
         # The data plane (issue 23): CSI drivers the cloud offers as no add-on, the shared file system's and the
         # buckets' volumes, team claims under their storage quotas, image pre-pulling. After the team namespaces
         # (the claims live there), before the workloads that mount them.
         build_storage_layer(self, name)
         # [layer: training]
-        from .kube.autoscaling_plan import reference_tpu_slice, reference_training
-        from .kube.kueue_objects import default_topology_level
-        from .kube.priority_objects import workload_class_name
-        from .kube.training import TrainingWorkload
-        from .priorities import HIGH, INFERENCE_CRITICAL, MEDIUM
+        from .autoscaling.autoscaling_plan import reference_tpu_slice, reference_training
+        from .scheduling.kueue_objects import default_topology_level
+        from .scheduling.priorities import HIGH, INFERENCE_CRITICAL, MEDIUM
+        from .scheduling.priority_objects import workload_class_name
+        from .training.workload import TrainingWorkload
 
         # The reference job is PyTorch DDP on NVIDIA or AMD GPUs (a TPU slice's job is the TPU layer's; the
         # configuration refuses training on Neuron pools).
         planned_training = reference_training(config, self.pools)
         storage = self.layers.get("storage")
         if planned_training is not None:
-            from .kube.storage import backends_of, training_storage
+            from .storage.data_plane import backends_of, training_storage
 
             train_pool, team = planned_training
             per_gpu = config.scheduling.per_gpu_priority_classes
@@ -286,7 +286,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # team with a google.com/tpu quota, through Kueue (after JobSet's release, Kueue and the team's namespace).
         planned_slice = reference_tpu_slice(config, self.pools)
         if planned_slice is not None:
-            from .kube.tpu import TpuSliceJob
+            from .accelerators.tpu import TpuSliceJob
 
             tpu_pool, tpu_team = planned_slice
             tenancy = self.layers["tenancy"][tpu_team.name]
@@ -297,13 +297,13 @@ class GpuPlatform(pulumi.ComponentResource):
                 "tpu_quota": tpu_team.quota_of(tpu_pool.resource),
             }, opts=self._k8s_opts(depends_on=[self.layers["tpu"].release, *kueue_ready, tenancy]))
         # [layer: workloads]
-        from .kube.workloads import chosen_pool
+        from .serving.workloads import chosen_pool
 
         infer_pool = chosen_pool(config, self.pools)
         if config.inference.enabled and infer_pool is not None:
-            from .kube.keda import KedaOperator
-            from .kube.storage import backends_of, inference_cache
-            from .kube.workloads import InferenceService, inference_args
+            from .serving.keda import KedaOperator
+            from .serving.workloads import InferenceService, inference_args
+            from .storage.data_plane import backends_of, inference_cache
 
             monitoring = self.layers.get("monitoring")
             gateway = self.layers.get("gateway")
@@ -333,19 +333,19 @@ class GpuPlatform(pulumi.ComponentResource):
                 model_cache=inference_cache(config, backends_of(self)),
             ), opts=self._k8s_opts(depends_on=after))
         # [layer: llm]
-        from .kube.llm import build_llm_layer
+        from .serving.llm import build_llm_layer
 
         # The LLM service: vLLM behind an InferencePool, routed by the gateway's endpoint picker.
         build_llm_layer(self, name)
         # [layer: service_storage]
-        from .kube.storage import build_service_storage
+        from .storage.data_plane import build_service_storage
 
         # The buckets' claims and ServiceAccounts in the services' namespaces, which the services create (issue 23).
         build_service_storage(self, name)
         # [layer: optimizer]
         monitoring = self.layers.get("monitoring")
         if config.runs_optimizer and monitoring is not None:
-            from .kube.optimizer import GpuOptimizer
+            from .optimizer.gpu_optimizer import GpuOptimizer
             from .optimizer.signals import VENDORS_WITH_SIGNAL
 
             # Runs only with the platform's Prometheus (nothing to read utilisation from otherwise) and reads each
@@ -361,7 +361,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 "dry_run": config.optimizer.dry_run,
             }, opts=self._k8s_opts())
         # [layer: health]
-        from .kube.health import build_health_layer
+        from .health.gpu_health import build_health_layer
 
         # GPU and RDMA node health (issue 21): node conditions, active checks on idle nodes, remediation (dry-run
         # by default) and their alerts.
@@ -375,9 +375,9 @@ class GpuPlatform(pulumi.ComponentResource):
         if node_autoscaler is not None:
             self.layers["node_autoscaler"] = node_autoscaler
         if config.autoscaling.vpa:
-            from .kube import inference_objects
-            from .kube.autoscaling import WorkloadAutoscaling
-            from .kube.autoscaling_plan import planned_vpa_targets
+            from .autoscaling.autoscaling_plan import planned_vpa_targets
+            from .autoscaling.workload_autoscaling import WorkloadAutoscaling
+            from .serving import inference_objects
 
             # The VPAs are checked against the horizontal autoscaler the workloads layer actually built.
             inference = getattr(self.layers.get("workloads"), "spec", None)

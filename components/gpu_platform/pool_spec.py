@@ -7,11 +7,13 @@ they are filled in; given, they must agree), sizes, sharing, labels and taints.
 """
 
 import marshal
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional, Protocol
 
-from . import catalog, config, labels
-from .component_args import Args
-from .errors import ConfigError
+from . import catalog, labels
+from .clouds import options_module
+from .config_model import PlatformConfig, gpu_pool
+from .errors import ConfigError, one_of
+from .node_pools import POOL_ROLES, parse_node_pool
 from .pools import RDMA_RESOURCES, SHARING_MODES, GpuPool, GpuPoolSpec
 
 # Spec keys -> the nodePools key whose rules apply (errors from the shared parser are renamed back).
@@ -38,7 +40,18 @@ _CHECKED_LIMIT = 4096
 """Entries kept at most (a bound for long-lived processes that check many distinct specs)."""
 
 
-def check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
+class SpecChecker(Protocol):
+    """What `check_pool` needs of the component's argument checker: `component_args.Args`, which calls it for every
+    `GpuPoolSpec` argument (so this module cannot import that one back)."""
+
+    component: str
+
+    def fail(self, path: str, problem: str) -> NoReturn: ...
+
+    def _typed_dict(self, value: Any, tp: Any, path: str, rules: dict) -> dict[str, Any]: ...
+
+
+def check_pool(args: SpecChecker, value: Any, path: str, cloud: str) -> GpuPool:
     """The `GpuPool` of the spec at ``path`` of a component that runs ``cloud`` pools; a `ConfigError` naming the
     component and ``path`` when the spec is wrong.
 
@@ -80,7 +93,7 @@ def _canonical(value: Any) -> Optional[bytes]:
         return None
 
 
-def _check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
+def _check_pool(args: SpecChecker, value: Any, path: str, cloud: str) -> GpuPool:
     """`check_pool` without the memo: ``value`` parsed and checked with the stack file's rules."""
     spec: dict[str, Any] = args._typed_dict(value, GpuPoolSpec, path, {})
     for key in ("name", "cloud"):
@@ -88,7 +101,7 @@ def _check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
             args.fail(f"{path}.{key}", "is required")
     name, pool_cloud = spec["name"], spec["cloud"]
     if pool_cloud not in catalog.CLOUDS:
-        args.fail(f"{path}.cloud", config.one_of(pool_cloud, catalog.CLOUDS))
+        args.fail(f"{path}.cloud", one_of(pool_cloud, catalog.CLOUDS))
     cloud = cloud or pool_cloud
     if cloud and pool_cloud != cloud:
         owner = catalog.CLOUD_NAMES[pool_cloud]
@@ -100,23 +113,21 @@ def _check_pool(args: Args, value: Any, path: str, cloud: str) -> GpuPool:
         if spec.get(key, 0) < 0:
             args.fail(f"{path}.{key}", f"must be >= 0, got {spec[key]}")
     if spec.get("sharing_mode", "exclusive") not in SHARING_MODES:
-        args.fail(f"{path}.sharing_mode", config.one_of(spec["sharing_mode"], SHARING_MODES))
-    if spec.get("role", "general") not in config.POOL_ROLES:
-        args.fail(f"{path}.role", config.one_of(spec["role"], config.POOL_ROLES))
+        args.fail(f"{path}.sharing_mode", one_of(spec["sharing_mode"], SHARING_MODES))
+    if spec.get("role", "general") not in POOL_ROLES:
+        args.fail(f"{path}.role", one_of(spec["role"], POOL_ROLES))
     fabric = spec.get("rdma_fabric") or ""
     if fabric and fabric not in catalog.RDMA_FABRICS:
-        args.fail(f"{path}.rdma_fabric", config.one_of(fabric, catalog.RDMA_FABRICS))
+        args.fail(f"{path}.rdma_fabric", one_of(fabric, catalog.RDMA_FABRICS))
 
     if spec.get("architecture") and spec["architecture"] not in catalog.ARCHITECTURES:
-        args.fail(f"{path}.architecture", config.one_of(spec["architecture"], catalog.ARCHITECTURES))
+        args.fail(f"{path}.architecture", one_of(spec["architecture"], catalog.ARCHITECTURES))
     entry = _stack_entry(spec)
     try:
-        node_pool = config.parse_node_pool(entry, "", cloud, config.options_module("existing")
-                                           if cloud == "existing" else None)
+        node_pool = parse_node_pool(entry, "", cloud, options_module("existing") if cloud == "existing" else None)
     except ConfigError as err:
         args.fail(_spec_path(path, err.path), err.problem)
-    derived = config.gpu_pool(config.PlatformConfig(stack="", cloud=cloud, region="", node_pools=(node_pool,)),
-                              node_pool)
+    derived = gpu_pool(PlatformConfig(stack="", cloud=cloud, region="", node_pools=(node_pool,)), node_pool)
     _agrees(args, path, spec, derived, cloud)
     taints = [t.as_string() for t in node_pool.taints]
     if spec.get("spot") and cloud == "azure" and labels.AKS_SPOT_TAINT.as_string() not in taints:
@@ -193,7 +204,7 @@ def _spec_path(path: str, stack_path: str) -> str:
     return f"{path}.{key}" if key else path
 
 
-def _agrees(args: Args, path: str, spec: dict[str, Any], derived: GpuPool, cloud: str) -> None:
+def _agrees(args: SpecChecker, path: str, spec: dict[str, Any], derived: GpuPool, cloud: str) -> None:
     """Catalog facts a spec repeats must be the catalog's (a hand-written 4 GPUs on an 8-GPU shape is refused)."""
     if cloud == "existing":
         return

@@ -146,7 +146,7 @@ VPA = Chart("vpa", "5.0.0", "https://charts.fairwinds.com/stable")
 # discussion #11717); Oracle's own tested list (contengsettingupcalico.htm, 2025-01) stops at 3.28.2 on
 # Kubernetes 1.31. The platform's default Kubernetes is 1.36 (config_model.DEFAULT_KUBERNETES_VERSION), one minor
 # past the range Calico's v3.31 e2e covers: moving to a Calico release tested on 1.36 is still to do. Objects are
-# rendered by kube/network_policy_engine.py from projectcalico/calico@v3.31.3:manifests/calico-policy-only.yaml;
+# rendered by security/network_policy_engine.py from projectcalico/calico@v3.31.3:manifests/calico-policy-only.yaml;
 # the CRDs are that tag's manifests/crds.yaml (identical to the CRDs in the policy-only manifest), pinned by commit.
 CALICO_NODE_IMAGE = pinned("quay.io/calico/node", "v3.31.3")
 """calico-node (Felix). Digest: the one two unrelated public repositories pin for this tag on quay.io."""
@@ -228,7 +228,7 @@ CERT_MANAGER = Chart("cert-manager", "v1.21.1", "https://charts.jetstack.io")
 AMD_API_VERSION = "amd.com/v1alpha1"
 """API version of the AMD GPU Operator's DeviceConfig (the CRD's only served version at v1.5.1)."""
 
-# --- Gateway API: the entry point of the inference services (kube/gateway.py) ---
+# --- Gateway API: the entry point of the inference services (serving/gateway.py) ---
 # Gateway API v1.6.1 (2026-07-16, newest stable tag of kubernetes-sigs/gateway-api; 1.6-CHANGELOG.md), standard
 # channel: the release asset standard-install.yaml (hack/build-install-yaml.sh@v1.6.1 concatenates
 # config/crd/standard/*.yaml) holds GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, BackendTLSPolicy,
@@ -299,12 +299,12 @@ ARM64_WORKLOAD_IMAGES = frozenset({TRAINING_IMAGE.tagged})
 manifest (``image_digests.json``). The inference app's images are built for amd64 only (examples/inference-app), the
 ROCm one too."""
 
-# --- The LLM service (kube/llm.py) ---
+# --- The LLM service (serving/llm.py) ---
 # vLLM v0.31.0 (2026-10-04), the newest release whose image digest could be read here (v0.32.0's docs exist, no
 # published digest was found). The default tag is a multi-arch index (amd64 and arm64) built on CUDA 13.0, so its
 # nodes need NVIDIA driver R580 or newer (llm.image takes the "-cu129" tag for older drivers). Its entrypoint is
 # `vllm serve`: the Deployment passes arguments only. Server arguments, /health, /metrics and the metric names
-# (kube/metric_names.py) are those of the vLLM docs at this release.
+# (monitoring/metric_names.py) are those of the vLLM docs at this release.
 VLLM_IMAGE = pinned("docker.io/vllm/vllm-openai", "v0.31.0")
 """vLLM's OpenAI-compatible server (the LLM service's model server and its download step)."""
 # Gateway API Inference Extension v1.5.0 (2026-04-18): the InferencePool API (inference.networking.k8s.io/v1, the
@@ -312,7 +312,7 @@ VLLM_IMAGE = pinned("docker.io/vllm/vllm-openai", "v0.31.0")
 # last release that ships the endpoint picker (EPP) itself: v1.6.0 (2026-08-10) moved the EPP to llm-d/llm-d-router,
 # whose v0.10.0 is built against this same v1.5.0 API and installs the same CRD manifest. The upgrade path is the
 # llm-d router's picker (ghcr.io/llm-d/llm-d-router-endpoint-picker) behind the same InferencePool: only the EPP's
-# Deployment changes. The platform renders the EPP's objects itself (kube/llm_objects.py), from the v1.5.0
+# Deployment changes. The platform renders the EPP's objects itself (serving/llm_objects.py), from the v1.5.0
 # `inferencepool` chart's templates (config/charts/inferencepool, config/charts/epplib), so every object is
 # schema-checked in the plan and runs under Pod Security restricted.
 INFERENCE_POOL_API_VERSION = "inference.networking.k8s.io/v1"
@@ -328,7 +328,7 @@ the release builds it with GOARCH=amd64 (Dockerfile@v1.5.0)."""
 PLATFORM_IMAGE = pinned("ghcr.io/gpu-platform/gpu-platform", "0.1.0")
 """The library with ``gpu-platform optimize`` (the optimizer CronJob), built by this project."""
 
-# --- The storage layer (kube/storage.py) ---
+# --- The storage layer (storage/data_plane.py) ---
 # csi-rclone 0.6.0 (SwissDataScienceCenter/csi-rclone, tag v0.6.0 of 2026-02-05, the newest release; commits to
 # 2026-04-10, the Renku platform's driver). Its publish-chart.yaml runs chartpress on every tag, which publishes the
 # chart to SwissDataScienceCenter/helm-charts (chartpress.yaml: published https://swissdatasciencecenter.github.io/
@@ -361,7 +361,7 @@ PRE_PULL_HOLDER_IMAGE = PLATFORM_IMAGE
 platform's own image, which every stack already trusts (amd64; arm64 pools use the multi-arch `TRAINING_IMAGE`); the
 images it pre-pulls run only ``true`` as init steps."""
 
-# --- Node health (kube/health.py, docs/health.md) ---
+# --- Node health (health/gpu_health.py, docs/health.md) ---
 NODE_PROBLEM_DETECTOR_IMAGE = pinned("registry.k8s.io/node-problem-detector/node-problem-detector", "v1.36.0")
 """node-problem-detector v1.36.0 (kubernetes/node-problem-detector, tag of 2026-07-11, the newest stable release:
 v1.37.0-alpha.1 is a pre-release). Its ENTRYPOINT bakes in the stock kernel monitors (Dockerfile@v1.36.0), so the

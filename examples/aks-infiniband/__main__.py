@@ -12,10 +12,10 @@
 
 import pulumi
 
+from gpu_platform.accelerators.nvidia import NvidiaGpuStack
+from gpu_platform.accelerators.rdma import RdmaStack
 from gpu_platform.clouds.azure import AksCluster
 from gpu_platform.clouds.azure.specs import gpu_driver
-from gpu_platform.kube.nvidia import NvidiaGpuStack
-from gpu_platform.kube.rdma import RdmaStack
 from gpu_platform.pool_builder import pool_args
 
 config = pulumi.Config()

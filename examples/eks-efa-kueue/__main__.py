@@ -15,12 +15,12 @@ import pulumi
 import pulumi_aws as aws
 
 from gpu_platform import versions
+from gpu_platform.accelerators.nvidia import NvidiaGpuStack
+from gpu_platform.accelerators.rdma import RdmaStack
 from gpu_platform.clouds.aws import EksCluster, EksClusterAutoscaler
-from gpu_platform.kube.nvidia import NvidiaGpuStack
-from gpu_platform.kube.rdma import RdmaStack
-from gpu_platform.kube.scheduling import SchedulingPolicy
-from gpu_platform.kube.tenancy import TeamNamespace
 from gpu_platform.pool_builder import pool_args
+from gpu_platform.scheduling.policy import SchedulingPolicy
+from gpu_platform.scheduling.tenancy import TeamNamespace
 
 config = pulumi.Config()
 name = config.get("clusterName") or "train"

@@ -13,9 +13,9 @@
 
 import pulumi
 
+from gpu_platform.accelerators.nvidia import NvidiaGpuStack
+from gpu_platform.accelerators.rdma import RdmaStack
 from gpu_platform.clouds.oci import OkeCluster, OkeGpuNodePool
-from gpu_platform.kube.nvidia import NvidiaGpuStack
-from gpu_platform.kube.rdma import RdmaStack
 from gpu_platform.pool_builder import pool_args
 
 config = pulumi.Config()

@@ -15,11 +15,11 @@
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_platform.accelerators.nvidia import NvidiaGpuStack
+from gpu_platform.accelerators.rdma import RdmaStack
 from gpu_platform.clouds.existing import ExistingGpuNodes
-from gpu_platform.kube.nvidia import NvidiaGpuStack
-from gpu_platform.kube.rdma import RdmaStack
-from gpu_platform.kube.scheduling import SchedulingPolicy
 from gpu_platform.pool_builder import pool_args
+from gpu_platform.scheduling.policy import SchedulingPolicy
 
 config = pulumi.Config()
 nodes = config.get_object("gpuNodes") or []

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from ..config import PlatformConfig
+from ..config_model import PlatformConfig
 from .handle import ClusterHandle
 
 

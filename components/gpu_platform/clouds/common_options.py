@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..config import ConfigError, join, read_str
 from ..control_plane import ControlPlaneSecurity
+from ..fields import ConfigError, join, read_str
 
 
 @dataclass(frozen=True)

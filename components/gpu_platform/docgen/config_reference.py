@@ -23,19 +23,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Optional
 
-from .. import (
-    catalog,
-    config,
-    control_plane,
-    gateway_config,
-    health_config,
-    labels,
-    llm_config,
-    node_pools,
-    pools,
-    storage_config,
-)
+from .. import catalog, config, control_plane, labels, node_pools, pools
 from ..errors import ConfigError
+from ..health import health_config
+from ..serving import gateway_config, llm_config
+from ..storage import storage_config
 from ..upgrades import maintenance, pool_upgrade
 from .accepted_keys import keys_checked_in
 from .attribute_docs import attribute_docs, class_doc

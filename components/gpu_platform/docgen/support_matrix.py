@@ -15,11 +15,11 @@ The few sentences that name cloud mechanisms (resource types, node images) are d
 from typing import Optional
 
 from .. import catalog, config, pools
+from ..accelerators import nvidia_values, rdma_specs
 from ..clouds.aws import options as aws_options
 from ..clouds.azure import specs as azure_specs
 from ..clouds.gcp import options as gcp_options
 from ..errors import ConfigError
-from ..kube import nvidia_values, rdma_specs
 from .config_reference import minimal_raw
 
 CLOUDS = ("aws", "azure", "gcp", "oci", "existing")

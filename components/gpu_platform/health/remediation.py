@@ -25,7 +25,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Optional
 
-from .. import health_catalog, labels
+from .. import labels
+from . import health_catalog
 
 MODES = ("dry-run", "cordon", "drain")
 DEFAULT_FATAL_CONDITIONS = (*health_catalog.fatal_conditions(), labels.HEALTH_CHECK_CONDITION)

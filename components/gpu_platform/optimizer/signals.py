@@ -9,11 +9,11 @@ attribute nothing to pods elsewhere:
   ``pkg/amdgpu/gpuagent/gpuagent_gpu_metrics.go``: ``gpu_gfx_activity`` "Graphics engine usage in Percentage
   (0-100)", ``gpu_used_vram`` "Used VRAM memory of the GPU (in MB)"; the labels are the lower-cased
   ``MetricLabel`` names ``pod``, ``namespace``, ``container``, empty on GPUs no pod holds). The platform's
-  ServiceMonitor scrapes it with ``honorLabels`` (kube/amd_values.py), so the names reach Prometheus unchanged.
+  ServiceMonitor scrapes it with ``honorLabels`` (accelerators/amd_values.py), so the names reach Prometheus unchanged.
 - AWS Neuron: none. neuron-monitor names pods only with its Beta ``k8s_info`` companion
   (``neuron-monitor-prometheus.py --enable-k8s-info | neuron-monitor-k8s-info.py``; aws-neuron/aws-neuron-sdk
   ``tools/neuron-sys-tools/neuron-monitor-user-guide.rst``: EKS only, not EKS Auto Mode), which the platform does
-  not run (kube/neuron_values.py), so its series carry no pod.
+  not run (accelerators/neuron_values.py), so its series carry no pod.
 - Google TPU: none in the cluster (GKE exports TPU metrics to Cloud Monitoring).
 """
 

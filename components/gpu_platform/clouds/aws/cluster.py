@@ -16,9 +16,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ...config import PlatformConfig
+from ...config_model import PlatformConfig
 from ...errors import ConfigError
-from ...kube.common import child_opts
+from ...kubernetes_base.common import child_opts
 from ...labels import DOMAIN
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION

@@ -20,8 +20,8 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ... import labels
-from ...config import PlatformConfig
-from ...kube.common import child_opts, helm_release
+from ...config_model import PlatformConfig
+from ...kubernetes_base.common import child_opts, helm_release
 from ...versions import CLUSTER_AUTOSCALER, CLUSTER_AUTOSCALER_IMAGE_TAGS
 from ..autoscaler_profile import GpuScalingProfile, cluster_autoscaler_flags
 from ..handle import ClusterHandle

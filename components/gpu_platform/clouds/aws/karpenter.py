@@ -19,9 +19,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ...config import PlatformConfig
-from ...kube.common import child_opts, helm_release
-from ...kube.custom_object import KubernetesObject
+from ...config_model import PlatformConfig
+from ...kubernetes_base.common import child_opts, helm_release
+from ...kubernetes_base.custom_object import KubernetesObject
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
 from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args

@@ -30,10 +30,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ... import catalog, control_plane, gpu_allocation, provisioning, versions
+from ... import catalog, control_plane, provisioning, versions
+from ...accelerators import gpu_allocation
 from ...cidrs import CidrRule
 from ...component_args import camel_case
-from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list
+from ...fields import ConfigError, join, read_bool, read_enum, read_int, read_list
 from ..common_options import ManagedClusterOptions, entry_args, read_matching
 from . import upgrade as aws_upgrade
 from .storage_options import check_storage as check_storage  # the stack parser's AWS ``storage`` rules

@@ -11,9 +11,9 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
-from ...config import PlatformConfig
-from ...kube.pod_security import RUN_AS_ID
-from ...storage_backends import (
+from ...config_model import PlatformConfig
+from ...security.pod_security import RUN_AS_ID
+from ...storage.storage_backends import (
     STORAGE_SERVICE_ACCOUNT,
     BucketBackend,
     SharedFileSystemBackend,

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from ...errors import ConfigError
-from ...storage_backends import STORAGE_SERVICE_ACCOUNT
+from ...storage.storage_backends import STORAGE_SERVICE_ACCOUNT
 
 # ---------------------------------------------------------------------------------------------------------
 # FSx for Lustre

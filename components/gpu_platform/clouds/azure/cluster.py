@@ -54,8 +54,8 @@ from typing_extensions import Required
 
 from ... import catalog
 from ...component_args import Args
-from ...config import PlatformConfig
-from ...kube.common import child_opts
+from ...config_model import PlatformConfig
+from ...kubernetes_base.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
 from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args

@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 from ... import catalog, control_plane
 from ...component_args import Args, Rule, between, choice, matching, offered_kubernetes_version
-from ...config import ConfigError
 from ...errors import did_you_mean
+from ...fields import ConfigError
 from ...provisioning import RESERVATION
 from ...upgrades import kubernetes_versions
 from ...upgrades.maintenance import parse_window

@@ -41,8 +41,8 @@ from typing import Any, Optional
 
 from ... import catalog, control_plane, provisioning
 from ...cidrs import CidrRule
-from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ...control_plane import ControlPlaneSecurity
+from ...fields import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
 from ..common_options import ManagedClusterOptions, entry_args, read_matching
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
 from .specs import (

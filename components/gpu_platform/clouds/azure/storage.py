@@ -18,10 +18,10 @@ from typing import Any, Optional
 import pulumi
 from pulumi_azure_native import authorization, managedidentity, network, storagecache
 
-from ...config import PlatformConfig
-from ...kube.common import child_opts
+from ...config_model import PlatformConfig
+from ...kubernetes_base.common import child_opts
 from ...labels import AZURE_WORKLOAD_IDENTITY_CLIENT_ID_ANNOTATION, AZURE_WORKLOAD_IDENTITY_USE_LABEL
-from ...storage_backends import (
+from ...storage.storage_backends import (
     BucketBackend,
     CsiDriverManifests,
     SharedFileSystemBackend,

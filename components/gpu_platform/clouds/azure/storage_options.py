@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...errors import ConfigError
-from ...storage_backends import STORAGE_SERVICE_ACCOUNT
+from ...storage.storage_backends import STORAGE_SERVICE_ACCOUNT
 
 # ---------------------------------------------------------------------------------------------------------
 # Azure Managed Lustre

@@ -8,9 +8,9 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ...component_args import Args, Rule
-from ...config import PlatformConfig
+from ...config_model import PlatformConfig
 from ...pools import GpuPool, GpuPoolSpec
-from ...storage_backends import SharedFileSystemBackend, StorageBackends
+from ...storage.storage_backends import SharedFileSystemBackend, StorageBackends
 from ..handle import ClusterHandle
 from .options import duplicate_node, node_name_problem, pool_args
 

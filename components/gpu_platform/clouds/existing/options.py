@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ... import catalog
-from ...config import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
-from ...isolation import unenforced_problem
+from ...fields import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
+from ...security.isolation import unenforced_problem
 
 CLUSTER_KEYS = {"kubeconfig", "context", "networkPolicyEnforced"}
 POOL_KEYS = {"nodes", "rdmaFabric", "rdmaInterfaces", "architecture", "nvlinkDomainGpus"}

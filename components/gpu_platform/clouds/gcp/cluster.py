@@ -44,9 +44,9 @@ from ...component_args import (
     matching,
     offered_kubernetes_version,
 )
-from ...config import PlatformConfig
+from ...config_model import PlatformConfig
 from ...errors import ConfigError
-from ...kube.common import child_opts, metadata
+from ...kubernetes_base.common import child_opts, metadata
 from ...pools import GpuPool, GpuPoolSpec
 from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args
 from ...upgrades.pool_upgrade import PoolUpgradeArgs, argument_path, upgrade_from_args

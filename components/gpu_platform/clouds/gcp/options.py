@@ -49,16 +49,7 @@ from typing import Any, Optional
 
 from ... import catalog, control_plane, provisioning
 from ...cidrs import CidrRule
-from ...config import (
-    ConfigError,
-    as_mapping,
-    check_keys,
-    join,
-    read_bool,
-    read_enum,
-    read_int,
-    read_str,
-)
+from ...fields import ConfigError, as_mapping, check_keys, join, read_bool, read_enum, read_int, read_str
 from ...pools import DRA
 from ..common_options import ManagedClusterOptions, entry_args, read_matching
 from . import upgrade as gcp_upgrade
@@ -400,7 +391,7 @@ def _read_cidr(raw: Mapping, key: str, rule: CidrRule) -> str:
 def _proxy_only_cidr(raw: Mapping, config: Any, existing_network: bool) -> Optional[str]:
     """``proxyOnlyCidr``: the proxy-only subnet's range when the stack has a Gateway (GKE's regional Gateway classes
     need one in the region), checked against the new VPC's other ranges; refused without a Gateway."""
-    from ...gateway_config import publishes_services
+    from ...serving.gateway_config import publishes_services
 
     if not publishes_services(config):
         if raw.get("proxyOnlyCidr") is not None:

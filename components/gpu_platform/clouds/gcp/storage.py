@@ -19,10 +19,10 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from ...config import PlatformConfig
-from ...kube.common import child_opts
+from ...config_model import PlatformConfig
+from ...kubernetes_base.common import child_opts
 from ...labels import GKE_GCSFUSE_VOLUMES_ANNOTATION
-from ...storage_backends import BucketBackend, SharedFileSystemBackend, StorageBackends, bucket_namespaces
+from ...storage.storage_backends import BucketBackend, SharedFileSystemBackend, StorageBackends, bucket_namespaces
 from . import options as gcp_options
 from . import pools as gcp_pools
 from . import storage_options as so

@@ -15,8 +15,8 @@ import pulumi_oci as oci
 from typing_extensions import Required
 
 from ...component_args import Args
-from ...config import PlatformConfig
-from ...kube.common import child_opts
+from ...config_model import PlatformConfig
+from ...kubernetes_base.common import child_opts
 from ..autoscaler_profile import GpuScalingProfile, OkeNodePoolRange, oke_addon_configurations
 from ..handle import ClusterHandle
 from . import contract, iam

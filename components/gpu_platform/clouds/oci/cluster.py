@@ -20,9 +20,9 @@ from typing_extensions import Required
 
 from ... import catalog, labels
 from ...component_args import Args
-from ...config import PlatformConfig
+from ...config_model import PlatformConfig
 from ...errors import ConfigError
-from ...kube.common import child_opts
+from ...kubernetes_base.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
 from ...upgrades.pool_upgrade import PoolUpgrade, PoolUpgradeArgs, stack_key, upgrade_from_args

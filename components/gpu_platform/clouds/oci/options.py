@@ -46,7 +46,7 @@ from typing import Any, Optional
 
 from ... import catalog, control_plane, provisioning
 from ...cidrs import CidrRule
-from ...config import ConfigError, join, read_int, read_list, read_str
+from ...fields import ConfigError, join, read_int, read_list, read_str
 from ..common_options import ManagedClusterOptions, entry_args
 from . import upgrade as oci_upgrade
 from .network import SERVICES_CIDR

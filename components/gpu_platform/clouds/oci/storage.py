@@ -13,9 +13,9 @@ from typing import Any, Optional
 import pulumi
 import pulumi_oci as oci
 
-from ...config import PlatformConfig
-from ...kube.common import all_pool_tolerations
-from ...storage_backends import BucketBackend, CsiDriverChart, SharedFileSystemBackend, StorageBackends
+from ...config_model import PlatformConfig
+from ...kubernetes_base.common import all_pool_tolerations
+from ...storage.storage_backends import BucketBackend, CsiDriverChart, SharedFileSystemBackend, StorageBackends
 from . import storage_options as so
 from .iam import compartment_scope
 

@@ -8,7 +8,7 @@ import pulumi_oci as oci
 from typing_extensions import Required
 
 from ...component_args import Args
-from ...kube.common import child_opts
+from ...kubernetes_base.common import child_opts
 from . import contract
 from . import network as oci_network
 

@@ -1,4 +1,0 @@
-"""Cloud-agnostic Kubernetes layer: every module takes `GpuPoolSpec`s and a Kubernetes provider.
-
-No module here imports a cloud SDK.
-"""

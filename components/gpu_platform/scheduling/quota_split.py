@@ -1,0 +1,98 @@
+"""How team quotas are divided among Kueue flavors: integer apportionment that always adds up.
+
+The rule (documented for platform users in `scheduling/policy.py`):
+
+* **GPUs.** A team's ``gpuQuota`` is distributed over the GPU pools in proportion to each pool's capacity that
+  earlier teams have not yet taken (teams in configuration order). So every team gets a share of every pool,
+  a team's flavor quotas add up to exactly its ``gpuQuota``, and, as long as the teams' quotas fit in the
+  pools, no pool is promised more GPUs than it has. Quota beyond the pools' capacity (overcommitment) is
+  spread in proportion to pool size. Borrowing inside the cohort lets a team use idle quota of other teams
+  on a pool where its own share is small.
+* **CPU and memory.** A quarter of a team's CPU and memory goes to the CPU-only flavor (work without GPUs);
+  the rest follows the team's GPUs, in proportion to its GPU quota on each pool. A team without GPUs puts it
+  all on the CPU-only flavor. Again the parts add up to the team's quota.
+* **Lending limit.** The team-wide ``lendingLimit`` is split in proportion to the team's GPU quota per pool,
+  never above that quota (Kueue requires ``lendingLimit <= nominalQuota``).
+
+Rounding is the largest-remainder method with ties broken by position, so results are deterministic.
+"""
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+CPU_ONLY_SHARE = Fraction(1, 4)
+"""Part of a GPU team's CPU and memory quota kept for CPU-only work."""
+
+
+def apportion(total: int, weights: Sequence[int]) -> list[int]:
+    """Split ``total`` into integers proportional to ``weights`` that sum to ``total`` (largest remainder).
+
+    Each part is at most the ceiling of its exact share, so a part never exceeds its weight when
+    ``total <= sum(weights)``. All-zero weights split ``total`` evenly.
+    """
+    if total < 0 or any(w < 0 for w in weights):
+        raise ValueError("apportion needs a non-negative total and weights")
+    if not weights:
+        if total:
+            raise ValueError(f"cannot apportion {total} over nothing")
+        return []
+    weight_sum = sum(weights)
+    shares = ([Fraction(total * w, weight_sum) for w in weights] if weight_sum
+              else [Fraction(total, len(weights))] * len(weights))
+    parts = [int(s) for s in shares]  # floor: shares are non-negative
+    leftover = total - sum(parts)
+    by_remainder = sorted(range(len(weights)), key=lambda i: (-(shares[i] - parts[i]), i))
+    for i in by_remainder[:leftover]:
+        parts[i] += 1
+    return parts
+
+
+MAX_GPU_FLAVORS_PER_QUEUE = 15
+"""Kueue allows 16 flavors in a resource group and each resource in one group only (ClusterQueue CRD
+``maxItems: 16``); one of them is the CPU-only flavor, so a team's GPUs can sit on at most 15 pools."""
+
+
+def pools_for_team(remaining: Sequence[int], limit: int = MAX_GPU_FLAVORS_PER_QUEUE) -> list[int]:
+    """Indexes of the pools a team's quota is spread over: all of them up to ``limit``, else the ``limit``
+    pools with the most capacity left (ties by position), in pool order."""
+    if len(remaining) <= limit:
+        return list(range(len(remaining)))
+    return sorted(sorted(range(len(remaining)), key=lambda i: (-remaining[i], i))[:limit])
+
+
+def split_gpu_quotas(quotas: Sequence[int], capacities: Sequence[int]) -> list[list[int]]:
+    """Per team (rows) and pool (columns): GPUs of nominal quota.
+
+    Row ``i`` sums to ``quotas[i]`` and is non-zero on at most `MAX_GPU_FLAVORS_PER_QUEUE` pools; when
+    ``sum(quotas) <= sum(capacities)`` and no more pools exist than that, column ``j`` sums to at most
+    ``capacities[j]``.
+    """
+    remaining = list(capacities)
+    rows = []
+    for quota in quotas:
+        chosen = pools_for_team(remaining)
+        chosen_remaining = [remaining[i] for i in chosen]
+        within = min(quota, sum(chosen_remaining))
+        part = apportion(within, chosen_remaining)
+        excess = apportion(quota - within, [capacities[i] for i in chosen])
+        row = [0] * len(capacities)
+        for i, p, e in zip(chosen, part, excess, strict=True):
+            row[i] = p + e
+            remaining[i] -= p
+        rows.append(row)
+    return rows
+
+
+def split_with_gpus(total: int, gpu_quotas: Sequence[int]) -> tuple[int, list[int]]:
+    """(CPU-only flavor part, part per GPU flavor) of a CPU or memory quota, per the module rule."""
+    if sum(gpu_quotas) == 0:
+        return total, [0] * len(gpu_quotas)
+    cpu_only = int(total * CPU_ONLY_SHARE)
+    return cpu_only, apportion(total - cpu_only, gpu_quotas)
+
+
+def split_lending_limit(limit: int, gpu_quotas: Sequence[int]) -> list[int]:
+    """A team-wide GPU lending limit per GPU flavor, each part at most that flavor's quota."""
+    if limit > sum(gpu_quotas):
+        raise ValueError(f"lending limit {limit} exceeds the quota {sum(gpu_quotas)}")
+    return apportion(limit, gpu_quotas)
