@@ -66,6 +66,33 @@ def _plans_shared_between_workers(tmp_path_factory):
         _between_workers[:] = [shared]
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: under pytest-xdist, no other worker runs a test meanwhile (for tests "
+                                       "that assert latencies or throughput)")
+
+
+@pytest.fixture(autouse=True)
+def _alone_when_marked(request):
+    """Under pytest-xdist, a test marked ``alone`` runs while the other workers wait between two of their tests
+    (an exclusive file lock; every other test holds it shared). A turnstile lock keeps a stream of shared holders
+    from starving it. Module fixtures (a server starting) are outside the lock."""
+    if not _between_workers:
+        yield
+        return
+    import fcntl
+
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(_between_workers[0] / "turnstile.lock", "a") as turnstile, \
+            open(_between_workers[0] / "alone.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield
+
+
 def _plan_here(stack: str):
     from gpu_platform import plan
 

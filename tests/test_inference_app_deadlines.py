@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 from test_inference_app import Server, running  # its import puts examples/inference-app on sys.path
 
+# Latencies and throughput are asserted: under pytest-xdist no other worker's test competes for the cores meanwhile.
+pytestmark = pytest.mark.alone
+
 SLOW_SERVER = (str(Path(__file__).resolve().parent / "slow_model_server.py"),)
 # 100 texts/s, 400 ms deadline: about 40 texts may wait; the rest of the load is refused at once.
 DEADLINE_ENV = {"SLOW_MODEL_MS_PER_TEXT": "10", "MAX_BATCH_SIZE": "4", "DEADLINE_MS": "400", "MAX_QUEUE": "1000",
