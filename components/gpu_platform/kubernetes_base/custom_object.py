@@ -6,12 +6,14 @@ inputs as the object itself, so registering the body under the ``kubernetes:<gro
 is what ``CustomResource`` does too, without the ``spec``-only restriction.
 """
 
+import functools
 from importlib.metadata import PackageNotFoundError, version
 from typing import Optional
 
 import pulumi
 
 
+@functools.cache  # the installed SDK's version cannot change under a running program; reading it is slow
 def _provider_version() -> Optional[str]:
     try:
         return version("pulumi_kubernetes")
