@@ -9,10 +9,15 @@ from pathlib import Path
 import pytest
 
 from gpu_platform import catalog, config, control_plane, generate, node_pools
+from gpu_platform.autoscaling import autoscaling_config
 from gpu_platform.docgen import config_reference
 from gpu_platform.docgen.accepted_keys import key_checks
-from gpu_platform.serving import gateway_config, llm_config
+from gpu_platform.monitoring import monitoring_config
+from gpu_platform.optimizer import optimizer_config
+from gpu_platform.scheduling import scheduling_config
+from gpu_platform.serving import gateway_config, inference_config, llm_config
 from gpu_platform.testing import run_program
+from gpu_platform.training import training_config
 from gpu_platform.upgrades import maintenance, pool_upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,13 +54,24 @@ def _checked(module, function: str) -> set[str]:
     return {k for c in key_checks(module) if c.function == function and c.keys for k in c.keys}
 
 
+PARSED_IN = {
+    "monitoring": monitoring_config,
+    "scheduling": scheduling_config,
+    "inference": inference_config,
+    "optimizer": optimizer_config,
+    "autoscaling": autoscaling_config,
+    "training": training_config,
+}
+"""The feature module whose ``parse_<section>`` parses each top-level section of `config_reference.SECTIONS`
+(`config` only composes them)."""
+
 EXPECTED_SECTIONS = {
     "top-level-keys": lambda: config.TOP_LEVEL_KEYS,
     "nodepools": lambda: config.POOL_KEYS,
     "nodepools-sharing": lambda: _checked(node_pools, "parse_sharing"),
     "nodepools-taints": lambda: _checked(node_pools, "parse_taint"),
-    "teams": lambda: _checked(config, "parse_team"),
-    **{name: (lambda n=name: _checked(config, f"parse_{n}")) for name in config_reference.SECTIONS},
+    "teams": lambda: _checked(scheduling_config, "parse_team"),
+    **{name: (lambda n=name: _checked(PARSED_IN[n], f"parse_{n}")) for name in config_reference.SECTIONS},
     "llm": lambda: _checked(llm_config, "parse_llm"),
     "gateway": lambda: _checked(gateway_config, "parse_gateway"),
     # The managed clouds' shared API-endpoint and Secrets keys have their own table.
@@ -78,12 +94,20 @@ def test_every_accepted_key_is_in_the_reference(anchor):
 
 def test_every_key_check_of_the_parsers_is_a_documented_section():
     """A parser section with a check_keys call the reference does not know would go undocumented."""
-    sections = {"parse_team", *(f"parse_{n}" for n in config_reference.SECTIONS)}
+    assert dict(config_reference.SECTIONS) == PARSED_IN
+    sections = {scheduling_config: {"parse_team"}}
+    for name, module in PARSED_IN.items():
+        sections.setdefault(module, set()).add(f"parse_{name}")
     computed = {"_parse"}  # TOP_LEVEL_KEYS
     how = "add a Section for it in gpu_platform/docgen/config_reference.py and an entry in EXPECTED_SECTIONS"
     checks = key_checks(config)
-    assert {c.function for c in checks if c.keys is not None} == sections, how
+    assert {c.function for c in checks if c.keys is not None} == set(), how  # config only composes the parsers
     assert {c.function for c in checks if c.keys is None} == computed, how
+    # Each feature's section module: every check_keys call is a documented section's parser.
+    for module, functions in sections.items():
+        feature_checks = key_checks(module)
+        assert {c.function for c in feature_checks if c.keys is not None} == functions, (module.__name__, how)
+        assert {c.function for c in feature_checks if c.keys is None} == set(), (module.__name__, how)
     # The nodePools[] entry parser: POOL_KEYS plus the cloud's keys, and its sharing and taints sections.
     pool_checks = key_checks(node_pools)
     assert {c.function for c in pool_checks if c.keys is not None} == {"parse_sharing", "parse_taint"}, how
@@ -96,7 +120,7 @@ def test_every_key_check_of_the_parsers_is_a_documented_section():
 def test_documented_sections_are_accepted_by_the_parser():
     """Each key of a documented section is accepted where the reference puts it (no 'unknown key' error)."""
     raw = config_reference.minimal_raw("aws")
-    for key in _checked(config, "parse_monitoring"):
+    for key in _checked(monitoring_config, "parse_monitoring"):
         value = {"enabled": True, "retention": "15d", "storageSize": "50Gi", "grafanaAdminPassword": "x"}[key]
         config.parse_config({**raw, "monitoring": {key: value}}, "docs")
     with pytest.raises(config.ConfigError, match="monitoring.retentoin: unknown key; did you mean 'retention'"):

@@ -1,4 +1,5 @@
-"""What the platform runs on arm64 (Grace-Blackwell) GPU nodes, and why each piece can run there: data only.
+"""What the platform runs on arm64 (Grace-Blackwell) GPU nodes, and why each piece can run there: data, and the rule
+the reference workloads share (`reference_image_problem`: their image must be published for arm64).
 
 A chart or image earns its place in `ARM64_ON_GPU_NODES` with the evidence that its GPU-node pods are published for
 arm64; `SYSTEM_NODES_ONLY` holds the charts whose pods never land on GPU nodes (they tolerate none of the
@@ -6,7 +7,9 @@ accelerator taints), so their architecture does not matter there. ``tests/test_a
 arm64 pool and fails on a Helm release or a DaemonSet image in neither table.
 """
 
-from . import versions
+from typing import Any, Optional
+
+from . import catalog, versions
 
 ARM64_ON_GPU_NODES: dict[str, str] = {
     versions.GPU_OPERATOR.name: "NVIDIA/gpu-operator multi-arch.mk builds --platform=linux/amd64,linux/arm64 (operator "
@@ -41,3 +44,11 @@ SYSTEM_NODES_ONLY: frozenset[str] = frozenset({
     versions.ENVOY_GATEWAY.name, versions.ENVOY_AI_GATEWAY.name, versions.ENVOY_AI_GATEWAY_CRDS.name,
 })
 """Charts whose pods tolerate no accelerator taint: they run on the (x86) system nodes only."""
+
+
+def reference_image_problem(pool: Any, image: str) -> Optional[str]:
+    """A reference workload on an arm64 pool (Grace-Blackwell) runs only an image published for arm64
+    (`versions.ARM64_WORKLOAD_IMAGES`): the problem with running ``image`` on ``pool`` (a `GpuPool`), or None."""
+    if pool.architecture == catalog.ARM64 and image not in versions.ARM64_WORKLOAD_IMAGES:
+        return f"pool '{pool.name}' has arm64 nodes and the reference image {image} is built for amd64 only"
+    return None

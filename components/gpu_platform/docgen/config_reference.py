@@ -24,10 +24,15 @@ from types import ModuleType
 from typing import Any, Optional
 
 from .. import catalog, config, control_plane, labels, node_pools, pools
+from ..autoscaling import autoscaling_config
 from ..errors import ConfigError
 from ..health import health_config
-from ..serving import gateway_config, llm_config
+from ..monitoring import monitoring_config
+from ..optimizer import optimizer_config
+from ..scheduling import scheduling_config
+from ..serving import gateway_config, inference_config, llm_config
 from ..storage import storage_config
+from ..training import training_config
 from ..upgrades import maintenance, pool_upgrade
 from .accepted_keys import keys_checked_in
 from .attribute_docs import attribute_docs, class_doc
@@ -35,8 +40,16 @@ from .attribute_docs import attribute_docs, class_doc
 CLOUDS = ("aws", "azure", "gcp", "oci", "existing")
 MANAGED_CLOUDS = ("aws", "azure", "gcp", "oci")
 """Clouds whose control plane the platform creates (`control_plane` keys)."""
-SECTIONS = ("monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training")
-"""Top-level mapping sections, each parsed by ``config.parse_<section>`` into ``PlatformConfig.<section>``."""
+SECTIONS: dict[str, ModuleType] = {
+    "monitoring": monitoring_config,
+    "scheduling": scheduling_config,
+    "inference": inference_config,
+    "optimizer": optimizer_config,
+    "autoscaling": autoscaling_config,
+    "training": training_config,
+}
+"""Top-level mapping sections, each parsed by ``<module>.parse_<section>`` (its feature's parser, `config`
+composes them) into ``PlatformConfig.<section>``."""
 
 # Keys whose field name is not the key in snake_case.
 FIELD_ALIASES = {
@@ -154,15 +167,15 @@ def shared_sections() -> list[Section]:
                 tuple(sorted(keys_checked_in(node_pools, "parse_taint"))), CLOUDS, lambda c: c.node_pools[0].taints[0],
                 probe=_with_taint),
         Section("teams", "`teams[]`", "teams[]", config.TeamConfig,
-                tuple(sorted(keys_checked_in(config, "parse_team"))), CLOUDS, lambda c: c.teams[0]),
+                tuple(sorted(keys_checked_in(scheduling_config, "parse_team"))), CLOUDS, lambda c: c.teams[0]),
     ]
     sections.append(Section("control-plane", "Managed clouds: API endpoint and Secrets encryption", "",
                             control_plane.ControlPlaneSecurity, tuple(sorted(control_plane.KEYS)), MANAGED_CLOUDS,
                             lambda c: c.cluster_options.control_plane))
-    for name in SECTIONS:
+    for name, module in SECTIONS.items():
         model = type(getattr(config.PlatformConfig(stack="", cloud="", region="", node_pools=()), name))
         sections.append(Section(name, f"`{name}`", name, model,
-                                tuple(sorted(keys_checked_in(config, f"parse_{name}"))), CLOUDS,
+                                tuple(sorted(keys_checked_in(module, f"parse_{name}"))), CLOUDS,
                                 lambda c, n=name: getattr(c, n)))
     # Parsed in their own modules: the Gateway in front of the inference services, node health (on by default), the
     # data plane (off by default) and the LLM service (absent unless the stack has it: probed with a small model).

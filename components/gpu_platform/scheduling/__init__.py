@@ -1,6 +1,7 @@
 """Scheduling and tenancy: PriorityClasses (`priorities`, `priority_objects`), Kueue's flavors, queues and cohorts
 (`kueue_objects`, `quota_split`, `topology_labels`) and the component that installs them (`policy`:
-`SchedulingPolicy`), team namespaces with quotas (`teams`, `tenancy`: `TeamNamespace`; `tenancy_objects`).
+`SchedulingPolicy`), team namespaces with quotas (`teams`, `tenancy`: `TeamNamespace`; `tenancy_objects`), and
+the ``teams[]`` and ``scheduling`` stack sections (`scheduling_config`).
 
 May import: the data modules, `kubernetes_base`, `security`, `accelerators` (DRA device classes), `monitoring`
 (scrape policies), `serving` (the Gateway's route policies), the configuration model. No cloud SDK.
