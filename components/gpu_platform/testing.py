@@ -23,7 +23,9 @@ realistic outputs (ids, ARNs, endpoints, kubeconfigs) so Outputs that depend on 
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
+import contextvars
 import gc
 import json
 import sys
@@ -33,11 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pulumi
+from google.protobuf import struct_pb2
 from pulumi.runtime import known_types, rpc, settings
 from pulumi.runtime import mocks as pulumi_mocks_module
 from pulumi.runtime import resource as resource_runtime
 from pulumi.runtime.config import set_all_config
-from pulumi.runtime.proto import source_pb2
+from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -508,6 +511,51 @@ class _InputsTap:
         return getattr(self._mocks, name)
 
 
+_SPECIAL_SIG = getattr(rpc, "_special_sig_key", "4dabf18193072939515e22adb298388d").encode()
+"""The key that marks secrets, resource references, assets and output values in the wire form."""
+
+
+def _is_plain(value: Any) -> bool:
+    """True for JSON-like data only (dicts with string keys, lists, tuples, strings, numbers, bools, None)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _is_plain(v) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_is_plain(v) for v in value)
+    return value is None or kind in (str, int, float, bool)
+
+
+def _plain_struct(state: dict) -> struct_pb2.Struct:
+    """The Struct `rpc.serialize_properties` makes of plain ``state`` (`_is_plain`), without its coroutines: for
+    such values it passes each one through as is, drops top-level Nones and lets protobuf convert the rest."""
+    struct = struct_pb2.Struct()
+    for key, value in state.items():
+        if value is not None:
+            struct[key] = value
+    return struct
+
+
+def _loop_runs_here() -> bool:
+    """True on the thread of a running event loop: the mock monitor was called inline (`_inline_executor`)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _off_the_loop(call: Callable[[Any], Any], request: Any) -> Any:
+    """``call(request)`` on a thread of its own when this thread runs the event loop.
+
+    The SDK's mock monitor pumps an event loop of its own (`_sync_await`) to answer invokes and reads; on the
+    thread of the running loop that would re-enter it, so those calls go to a short-lived thread, as the SDK's
+    executor would have sent them. Elsewhere (the SDK's executor threads) ``call`` runs where it is."""
+    if not _loop_runs_here():
+        return call(request)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mock-monitor") as pool:
+        return pool.submit(contextvars.copy_context().run, call, request).result()
+
+
 class RecordingMonitor(pulumi_mocks_module.MockMonitor):
     """A mock monitor that keeps what each registration sent: parent, options and inputs."""
 
@@ -517,9 +565,37 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
         self.mocks = self._tap
         self.registrations: list[Registration] = []
 
+    def Invoke(self, request):
+        return _off_the_loop(super().Invoke, request)
+
+    def ReadResource(self, request):
+        return _off_the_loop(super().ReadResource, request)
+
+    def _register_plain(self, request):
+        """What `MockMonitor.RegisterResource` answers, computed on the loop's thread: only for a request whose
+        inputs are plain data (no secret, resource reference, asset or output value) and whose mock state is
+        plain too; None (before the mocks are asked) when the inputs are not."""
+        if request.type == "pulumi:pulumi:Stack" or _SPECIAL_SIG in request.object.SerializeToString():
+            return None
+        urn = self.make_urn(request.parent, request.type, request.name)
+        resolve_callbacks = getattr(pulumi_mocks_module, "_resolve_callbacks", None)
+        transforms = resolve_callbacks(request.transforms) if resolve_callbacks and request.transforms else []
+        resource_id, state = self.mocks.new_resource(pulumi.runtime.MockResourceArgs(
+            typ=request.type, name=request.name, inputs=rpc.deserialize_properties(request.object),
+            provider=request.provider, resource_id=request.importId, custom=request.custom or False,
+            transforms=transforms))
+        if _is_plain(state):
+            obj = _plain_struct(state)
+        else:  # the mocks answered with Outputs or resources: the SDK's serializer, off the loop
+            obj = _off_the_loop(lambda s: _sync_await(rpc.serialize_properties(s, {})), state)
+        self.resources[urn] = pulumi_mocks_module.MockMonitor.ResourceRegistration(urn, resource_id, state)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=obj)
+
     def RegisterResource(self, request):
         self._tap.seen.inputs = None
-        response = super().RegisterResource(request)
+        response = self._register_plain(request) if _loop_runs_here() else None
+        if response is None:
+            response = _off_the_loop(super().RegisterResource, request)
         if request.type != "pulumi:pulumi:Stack":
             inputs = self._tap.seen.inputs
             if inputs is None:  # the SDK did not pass through new_resource: read the request itself
@@ -613,6 +689,35 @@ def without_cyclic_garbage():
         rpc.contains_unknowns = real
 
 
+@contextlib.contextmanager
+def _inline_executor(loop: asyncio.AbstractEventLoop):
+    """Inside, ``loop.run_in_executor(None, f)`` calls ``f`` at once on the loop's thread and returns its result as
+    a done future, instead of handing it to a worker thread and waiting for the loop to hear back.
+
+    The SDK sends every call to the monitor through the default executor, because a real engine answers over
+    gRPC; the mock monitor answers in microseconds, so the two thread hand-offs per resource (and the
+    interleaving they cause) were most of the cost of a registration. `RecordingMonitor` answers registrations of
+    plain data on the loop's thread and sends what needs an event loop of its own (invokes, reads, mocks that
+    answer with Outputs) to a thread, as before. Only the mock harness uses this."""
+    def run_now(executor, func, *args):
+        if executor is not None:
+            return type(loop).run_in_executor(loop, executor, func, *args)
+        future = loop.create_future()
+        try:
+            future.set_result(func(*args))
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exn:  # noqa: BLE001 - the executor's future carries every exception as well
+            future.set_exception(exn if not isinstance(exn, StopIteration) else RuntimeError(repr(exn)))
+        return future
+
+    loop.run_in_executor = run_now
+    try:
+        yield
+    finally:
+        del loop.run_in_executor
+
+
 def _to_config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -651,7 +756,7 @@ def run_program(
         collecting = gc.isenabled()
         gc.disable()
         try:
-            with without_source_positions(), without_cyclic_garbage():
+            with without_source_positions(), without_cyclic_garbage(), _inline_executor(loop):
                 _sync_await(run_pulumi_func(program))
         finally:
             if collecting:
