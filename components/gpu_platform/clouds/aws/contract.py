@@ -16,7 +16,7 @@ from ...component_args import NON_EMPTY, Args, Rule, at_least, choice, cidr, mat
 from ...errors import ConfigError
 from ...pools import GpuPool
 from ...upgrades.maintenance import parse_window
-from ...upgrades.pool_upgrade import PoolUpgrade, PoolUpgradeArgs, stack_key, upgrade_from_args
+from ...upgrades.pool_upgrade import PoolUpgrade, argument_path, upgrade_from_args
 from . import options
 from . import upgrade as aws_upgrade
 from .efa import vpc_cni_supports_efa_only
@@ -157,12 +157,10 @@ def checked_upgrade(checker: Args, value: Any, path: str) -> PoolUpgrade:
 def _refused(checker: Args, path: str, refuse: Any) -> None:
     """Run a refusal worded for the stack file (``upgrade.maxSurge``) and name the component argument instead
     (``gpu_pools[0].upgrade.max_surge``)."""
-    arguments = {stack_key(field): field for field in PoolUpgradeArgs.__annotations__}
     try:
         refuse()
     except ConfigError as err:
-        key = err.path.rsplit(".", 1)[-1]
-        checker.fail(f"{path}.{arguments.get(key, key)}", err.problem)
+        checker.fail(path + argument_path(err.path)[len("upgrade"):], err.problem)
 
 
 def node_pool_args(name: str, args: Any, schema: type) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from ...errors import ConfigError
 from ...kubernetes_base.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
-from ...upgrades.pool_upgrade import PoolUpgrade, PoolUpgradeArgs, stack_key, upgrade_from_args
+from ...upgrades.pool_upgrade import PoolUpgrade, PoolUpgradeArgs, argument_path, upgrade_from_args
 from ..handle import ClusterHandle
 from . import cloud_init as oci_cloud_init
 from . import contract
@@ -425,9 +425,7 @@ def _checked_upgrade(checker: Args, value: Any) -> PoolUpgrade:
         upgrade = upgrade_from_args(value, "upgrade")
         oci_upgrade.refuse(upgrade, "upgrade")
     except ConfigError as err:
-        arguments = {stack_key(field): field for field in PoolUpgradeArgs.__annotations__}
-        key = err.path.rsplit(".", 1)[-1]
-        checker.fail(f"upgrade.{arguments.get(key, key)}", err.problem)
+        checker.fail(argument_path(err.path), err.problem)
     return upgrade
 
 
