@@ -204,14 +204,23 @@ class _Connection(asyncio.Protocol):
         status = int(head[9:12])
         retry = _header(head, b"\r\nretry-after:")
         del self.buffer[:end + 4 + length]
-        if _header(head, b"\r\nconnection:") == b"close":  # the next request goes on a new connection
+        close = _header(head, b"\r\nconnection:") == b"close"
+        if close:  # the next request goes on a new connection
             self.transport.close()
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result((status, int(retry) if retry else 0))
+            self.waiter.set_result(self.answer(status, int(retry) if retry else 0, close))
+
+    def answer(self, status: int, retry_after: int, close: bool) -> tuple:
+        """What `send` resolves with: (status, Retry-After)."""
+        return status, retry_after
 
     def connection_lost(self, exc) -> None:
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(ConnectionError("connection closed"))
+            self.waiter.set_exception(self.lost(exc))
+
+    def lost(self, exc: Optional[BaseException]) -> Exception:
+        """What `send` fails with when the connection closes before the whole answer came."""
+        return ConnectionError("connection closed")
 
     def send(self, request: bytes) -> asyncio.Future:
         self.waiter = asyncio.get_running_loop().create_future()

@@ -47,7 +47,8 @@ from typing import Optional
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import _header, analyze_request, review_texts, run_client  # noqa: E402
+import bench  # noqa: E402
+from bench import analyze_request, review_texts, run_client  # noqa: E402
 from make_model import build  # noqa: E402
 
 FAILURES = ("reset", "closed", "refused", "timeout")
@@ -117,44 +118,15 @@ class Failure(Exception):
         self.kind = kind
 
 
-class _Connection(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection; `send` resolves with (status, Retry-After, Connection: close), or
-    fails with `Failure` when the connection is lost before the whole answer came."""
+class _Connection(bench._Connection):
+    """`bench`'s keep-alive connection; `send` resolves with (status, Retry-After, Connection: close), or fails with
+    `Failure` when the connection is lost before the whole answer came."""
 
-    def __init__(self) -> None:
-        self.transport: Optional[asyncio.Transport] = None
-        self.buffer = bytearray()
-        self.waiter: Optional[asyncio.Future] = None
+    def answer(self, status: int, retry_after: int, close: bool) -> tuple:
+        return status, retry_after, close
 
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        head = bytes(self.buffer[:end + 2]).lower()
-        length = int(_header(head, b"\r\ncontent-length:") or 0)
-        if len(self.buffer) < end + 4 + length:
-            return
-        del self.buffer[:end + 4 + length]
-        retry = _header(head, b"\r\nretry-after:")
-        close = _header(head, b"\r\nconnection:") == b"close"
-        if close:
-            self.transport.close()
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result((int(head[9:12]), int(retry) if retry else 0, close))
-
-    def connection_lost(self, exc) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            reset = isinstance(exc, (ConnectionResetError, BrokenPipeError))
-            self.waiter.set_exception(Failure("reset" if reset else "closed"))
-
-    def send(self, request: bytes) -> asyncio.Future:
-        self.waiter = asyncio.get_running_loop().create_future()
-        self.transport.write(request)
-        return self.waiter
+    def lost(self, exc: Optional[BaseException]) -> Exception:
+        return Failure("reset" if isinstance(exc, (ConnectionResetError, BrokenPipeError)) else "closed")
 
 
 async def one_run(old: Backend, new: Backend, clients: int, before: float, endpoint_lag: float,
