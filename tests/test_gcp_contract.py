@@ -478,3 +478,16 @@ def test_stack_and_composed_pools_get_the_same_node_pool_inputs():
                                    "gpu_pools": [pool_args("gcp", entry)]})
     )
     assert stack.one(NODE_POOL, "dev-mega-pool").inputs == composed.one(NODE_POOL, "dev-mega-pool").inputs
+
+
+def test_node_pools_follow_the_control_plane_version():
+    """A GkeCluster's pools (GPU and system) take its control plane's ``master_version`` (the mocks answer the minor
+    asked for), so a new ``kubernetes_version`` rolls them after the control plane; a standalone pool takes
+    ``node_version`` as given, and leaves the version to GKE without it."""
+    rec = testing.run_program(lambda: GkeCluster("dev", {"region": R, "kubernetes_version": "1.35",
+                                                          "gpu_pools": [l4()]}))
+    assert sorted((r.name, r.inputs["version"]) for r in rec.of_type(NODE_POOL)) == [
+        ("dev-l4-pool", "1.35"), ("dev-system", "1.35")]
+    pinned = testing.run_program(lambda: GkeGpuNodePool("solo", np(node_version="1.36.2-gke.1100")))
+    assert pinned.one(NODE_POOL, "solo-pool").inputs["version"] == "1.36.2-gke.1100"
+    assert "version" not in testing.run_program(lambda: GkeGpuNodePool("solo", np())).one(NODE_POOL).inputs

@@ -341,3 +341,20 @@ def test_existing_cluster_refuses_pool_upgrades_and_a_window():
         parse_config({**EXISTING, "nodePools": pools}, "s")
     with pytest.raises(ConfigError, match=r"^s: maintenance: the platform does not manage an existing cluster"):
         parse_config({**EXISTING, "maintenance": {"window": {"days": ["Sunday"]}}}, "s")
+
+
+def test_node_groups_follow_the_cluster_version_and_take_a_standalone_one():
+    """An EksCluster's GPU and system node groups carry its version (a new minor rolls them after the control
+    plane); a standalone EksGpuNodePool takes ``kubernetes_version``, refused when EKS does not offer it."""
+    config = parse_config({**AWS, "kubernetesVersion": "1.35", "nodePools": [INFER]}, "u")
+    rec = run_program(lambda: aws.cluster_from_config("u", config, pulumi.ResourceOptions()), stack="u")
+    assert sorted((r.name, r.inputs["version"]) for r in rec.of_type(NODE_GROUP)) == [
+        ("u-infer-nodes", "1.35"), ("u-system", "1.35")]
+    args = {**pool_args("aws", INFER), "cluster_name": "c", "node_role_arn": "arn:aws:iam::123456789012:role/n",
+            "subnet_ids": ["subnet-0123456789abcdef0"]}
+    for version in ("1.35", "1.36"):
+        standalone = run_program(lambda v=version: aws.EksGpuNodePool("p", {**args, "kubernetes_version": v}))
+        assert standalone.one(NODE_GROUP).inputs["version"] == version
+    assert "version" not in run_program(lambda: aws.EksGpuNodePool("p", args)).one(NODE_GROUP).inputs
+    with pytest.raises(ConfigError, match=r"^EksGpuNodePool p: kubernetes_version: .*1\.29"):
+        run_program(lambda: aws.EksGpuNodePool("p", {**args, "kubernetes_version": "1.29"}))
