@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     optimize = sub.add_parser("optimize", help="find idle GPU allocations in Prometheus and right-size them")
     optimizer.build_parser(optimize)
     optimize.set_defaults(func=optimizer.run)
+    from .monitoring import usage
+
+    usage_help = "GPU showback from Prometheus: GPU-hours admitted, busy and idle share per team and pool"
+    usage_parser = sub.add_parser("usage", help=usage_help, description=usage_help + ".")
+    usage.build_parser(usage_parser)
+    usage_parser.set_defaults(func=usage.run)
     from .health import controller as remediation
     from .health import reporter
 

@@ -67,6 +67,7 @@ from .rule_model import (  # noqa: F401  (re-exported: the names' home before ru
     RuleGroup,
     runbook,
 )
+from .showback_rules import showback_group
 
 # GPU extended resources as kube-state-metrics spells them: whole GPUs, time-sliced GPUs renamed by the device
 # plugin (`nvidia.com/gpu.shared`) and MIG devices of the mixed strategy (`nvidia.com/mig-1g.10gb`).
@@ -453,6 +454,7 @@ def rule_set(pools: Sequence[GpuPool], thresholds: AlertThresholds, runbook_base
              llm: bool = False) -> RuleSet:
     """The stack's rules; ``llm``: with the LLM service's alerts (`llm_monitoring`)."""
     recording = recording_groups(pools, thresholds)
+    recording.append(showback_group(thresholds.idle_utilization_percent))
     if other_accelerator_resources(pools):
         recording.append(accelerator_recording_group(pools))
     alerting = alert_groups(thresholds, runbook_base_url)
