@@ -211,7 +211,8 @@ def _pool_expectations(pools: Sequence[GpuPool]) -> list[RecordingRule]:
 
 
 def recording_groups(pools: Sequence[GpuPool], thresholds: Optional["AlertThresholds"] = None) -> list[RuleGroup]:
-    """The per-GPU normalisation group, then the usage aggregates (pod, namespace, team, pool, cluster).
+    """The per-GPU normalisation group, the usage aggregates (pod, namespace, team, pool, cluster), then the
+    showback gauges per team and pool (`showback_rules`).
 
     ``thresholds.idle_utilization_percent`` decides which GPUs count as busy in the ``*:gpu_busy:count`` series.
     """
@@ -269,7 +270,8 @@ def recording_groups(pools: Sequence[GpuPool], thresholds: Optional["AlertThresh
         RecordingRule(CLUSTER_GPU_UTILIZATION, f"avg ({GPU_UTILIZATION})"),
         *_pool_expectations(pools),
     ]
-    return [RuleGroup("gpu-platform.gpu.rules", tuple(per_gpu)), RuleGroup("gpu-platform.usage.rules", tuple(usage))]
+    return [RuleGroup("gpu-platform.gpu.rules", tuple(per_gpu)), RuleGroup("gpu-platform.usage.rules", tuple(usage)),
+            showback_group(idle)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -454,7 +456,6 @@ def rule_set(pools: Sequence[GpuPool], thresholds: AlertThresholds, runbook_base
              llm: bool = False) -> RuleSet:
     """The stack's rules; ``llm``: with the LLM service's alerts (`llm_monitoring`)."""
     recording = recording_groups(pools, thresholds)
-    recording.append(showback_group(thresholds.idle_utilization_percent))
     if other_accelerator_resources(pools):
         recording.append(accelerator_recording_group(pools))
     alerting = alert_groups(thresholds, runbook_base_url)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .alerts import AlertThresholds, recording_groups
-from .showback_rules import SHOWBACK_RECORDS, TEAM_POOL_GPU_ADMITTED, TEAM_POOL_GPU_KUEUE_ADMITTED, showback_rules
+from .showback_rules import SHOWBACK_RECORDS, TEAM_POOL_GPU_ADMITTED, TEAM_POOL_GPU_KUEUE_ADMITTED
 
 STEP_SECONDS = 300
 """The integration step: 5 minutes, a multiple of any sane scrape and rule evaluation interval."""
@@ -88,11 +88,9 @@ def _inline_names(text: str, records: Mapping[str, str], whole: str) -> str:
 
 
 def recorded_expressions(thresholds: AlertThresholds) -> dict[str, str]:
-    """Every recording rule the showback gauges may read, by record name (the per-GPU group and the showback
-    group; the pool expectations, which depend on the pools, are not among them)."""
-    rules = [r for group in recording_groups([], thresholds) for r in group.rules]
-    rules += showback_rules(thresholds.idle_utilization_percent)
-    return {r.record: r.expr for r in rules}
+    """Every recording rule the showback gauges may read, and theirs, by record name (the pool expectations,
+    which depend on the pools, are not among them)."""
+    return {r.record: r.expr for group in recording_groups([], thresholds) for r in group.rules}
 
 
 def gauges(source: str, thresholds: AlertThresholds) -> dict[str, str]:

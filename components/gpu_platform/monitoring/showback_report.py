@@ -15,7 +15,7 @@ from .showback_rules import TEAM_POOL_GPU_ADMITTED, TEAM_POOL_GPU_BUSY, TEAM_POO
 Key = tuple[str, str]
 """``(team, pool)``."""
 
-SOURCE_NAMES = {"rules": "the showback recording rules", "raw": "raw DCGM, kube-state-metrics and Kueue series"}
+SOURCE_NAMES = {"rules": "the recording rules", "raw": "raw series"}
 
 
 @dataclass(frozen=True)

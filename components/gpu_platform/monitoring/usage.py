@@ -108,8 +108,10 @@ def build_parser(parser: Optional[argparse.ArgumentParser] = None) -> argparse.A
     return parser
 
 
-def run(args: argparse.Namespace, out=sys.stdout, err=sys.stderr, now: Optional[float] = None) -> int:
-    """One showback report from parsed arguments; returns the exit status."""
+def run(args: argparse.Namespace, out=None, err=None, now: Optional[float] = None) -> int:
+    """One showback report from parsed arguments; returns the exit status (``out``/``err``: default the process's
+    streams, looked up at the call)."""
+    out, err = out or sys.stdout, err or sys.stderr
     try:
         seconds = parse_since(args.since)
         until = parse_until(args.until, time.time() if now is None else now)
