@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import yaml
@@ -75,7 +76,7 @@ def test_promtool_unit_test_of_the_showback_rules_bites(tmp_path):
     train-0's GPU 0 sits exactly at 5%."""
     wrong = alerts.rule_set(POOLS, alerts.AlertThresholds(idle_utilization_percent=6), DEFAULT_RUNBOOK_BASE_URL)
     (tmp_path / "gpu-platform-rules.yaml").write_text(yaml.safe_dump(alerts.rule_file(wrong.all_groups)))
-    shutil.copy("tests/promtool/showback.yaml", tmp_path / "showback.yaml")
+    shutil.copy(Path(__file__).parent / "promtool" / "showback.yaml", tmp_path / "showback.yaml")
     result = subprocess.run([shutil.which("promtool"), "test", "rules", "showback.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
@@ -168,6 +169,7 @@ def test_showback_dashboard_integrates_like_the_command():
     (["--since", "7m"], "error: --since: '7m' must be a positive whole number of 5m steps"),
     (["--until", "last monday"], "error: --until: 'last monday' is not an RFC 3339 time"),
     (["--until", "2026-01-12T00:00:00"], "error: --until: '2026-01-12T00:00:00' has no time zone"),
+    (["--until", "nan"], "error: --until: 'nan' is not a time"),
     (["--idle-threshold", "high"], "error: --idle-threshold: 'high' is not a number"),
     (["--idle-threshold", "120"], "error: --idle-threshold: '120' is not a utilisation percentage (0-100)"),
 ])
@@ -200,14 +202,13 @@ def test_an_unreachable_prometheus_is_one_line_and_exit_2(capsys):
     assert err.count("\n") == 1
 
 
-@pytest.fixture
-def not_prometheus():
-    """An HTTP server on 127.0.0.1 that answers every query with an HTML page."""
+def serve(status: int):
+    """An HTTP server on 127.0.0.1 that answers every query with an HTML page and ``status``."""
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 - http.server's naming
             body = b"<html>a login page</html>"
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -218,6 +219,20 @@ def not_prometheus():
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def not_prometheus():
+    server = serve(200)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def failing_prometheus():
+    server = serve(503)
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
@@ -228,6 +243,13 @@ def test_an_answer_that_is_not_json_is_one_line_and_exit_2(not_prometheus, capsy
     assert status == 2 and out == ""
     assert err == ("error: --prometheus: Prometheus returned something that is not JSON for "
                    "team_pool:gpu_admitted:sum\n")
+
+
+def test_an_http_error_is_one_line_and_exit_2(failing_prometheus, capsys):
+    status, out, err = usage("--prometheus", failing_prometheus, capsys=capsys)
+    assert status == 2 and out == ""
+    assert err == (f"error: --prometheus: Prometheus at {failing_prometheus} answered HTTP 503 to "
+                   f"'{showback_queries.rules_deployed_query()}'\n")
 
 
 # ---------------------------------------------------------------------------------------------------------

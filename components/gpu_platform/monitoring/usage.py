@@ -8,6 +8,7 @@ from Prometheus (unreachable, an HTTP error, not a query result); the error is o
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -46,9 +47,13 @@ def parse_until(text: Optional[str], now: float) -> float:
     if text is None:
         return now
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds) or seconds < 0:
+            raise UsageError(f"--until: {text!r} is not a time")
+        return seconds
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
