@@ -70,8 +70,9 @@ def test_every_rendered_rule_group_passes_promtool_check(promtool, tmp_path):
     for f, g in zip(files, groups, strict=True):
         assert f"Checking {f}\n  SUCCESS: {len(g.rules)} rules found" in result.stdout
     assert [g.name for g in groups] == ["gpu-platform.gpu.rules", "gpu-platform.usage.rules",
-                                        "gpu-platform.showback.rules", "gpu-platform.gpu-health", "gpu-platform.gpu-efficiency",
-                                        "gpu-platform.scheduling", "gpu-platform.inference"]
+                                        "gpu-platform.showback.rules", "gpu-platform.gpu-health",
+                                        "gpu-platform.gpu-efficiency", "gpu-platform.scheduling",
+                                        "gpu-platform.inference"]
 
 
 def test_promtool_check_rejects_a_broken_expression(promtool, tmp_path):
