@@ -69,15 +69,13 @@ def device_plugins(pool: Resource, pool_labels: Mapping[str, str], releases: Seq
     """What runs a device plugin on nodes with these labels: release names, or the cloud's plugin."""
     found = []
     for release in releases:
-        values = get(release.props, "values")
-        if _chart(release) == GPU_OPERATOR_CHART:
-            if (get(values, "devicePlugin", "enabled") is not False
-                    and pool_labels.get(labels.DEVICE_PLUGIN_DEPLOY_LABEL) != "false"):
-                found.append(release.name)
-        elif _chart(release) == DEVICE_PLUGIN_CHART:
-            if _selects(get(values, "nodeSelector"), pool_labels) and _affinity_matches(get(values, "affinity"),
-                                                                                         pool_labels):
-                found.append(release.name)
+        values, chart = get(release.props, "values"), _chart(release)
+        operator_plugin = (chart == GPU_OPERATOR_CHART and get(values, "devicePlugin", "enabled") is not False
+                           and pool_labels.get(labels.DEVICE_PLUGIN_DEPLOY_LABEL) != "false")
+        chart_plugin = (chart == DEVICE_PLUGIN_CHART and _selects(get(values, "nodeSelector"), pool_labels)
+                        and _affinity_matches(get(values, "affinity"), pool_labels))
+        if operator_plugin or chart_plugin:
+            found.append(release.name)
     if pool.type == GKE_NODE_POOL and pool_labels.get(labels.GKE_NO_DEFAULT_DEVICE_PLUGIN_LABEL) != "true":
         found.append("GKE's device plugin")
     if pool.type == OKE_NODE_POOL and pool_labels.get(labels.OKE_DISABLE_GPU_DEVICE_PLUGIN_LABEL) != "true":

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .. import labels, versions
+from .. import catalog, labels, versions
 from . import allocation, engines, images, placement
 from .pool_view import ACCELERATOR_TAINT_KEYS, POOL_TYPES, pool_view
 from .props import Resource, get, items, string_map
@@ -38,9 +38,10 @@ def gpu_pool_taint(resource_type: str, props: Mapping[str, Any], config: Mapping
     if any(t.effect == "NoSchedule" and t.key in ACCELERATOR_TAINT_KEYS for t in pool.taints):
         return []
     have = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints) or "none"
+    taint = catalog.VENDORS[pool.vendor].taint
     return [f"{pool.vendor} accelerator pool ({', '.join(pool.machine_types) or 'machine type not given'}) has no "
-            f"NoSchedule taint keyed {' or '.join(ACCELERATOR_TAINT_KEYS)} (taints: {have}); any pod can be "
-            f"scheduled on its nodes"]
+            f"NoSchedule accelerator taint such as {taint.key}={taint.value}:{taint.effect} (taints: {have}): pods "
+            "that ask for no accelerator can take its nodes"]
 
 
 def image_digest(resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
