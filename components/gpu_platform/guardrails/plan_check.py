@@ -79,3 +79,12 @@ def check_plan_dir(plan_dir: Path, policy_config: Optional[Mapping[str, Any]] = 
     """Every violation of the plan in ``plan_dir`` (``DIR/<stack>`` of ``gpu-platform plan --out DIR``). Raises
     `PlanInputError` when there is no readable plan there."""
     return check_document(read_plan(Path(plan_dir)), policy_config)
+
+
+def policy_config_of(config: Any) -> dict:
+    """The policy configuration a stack's own configuration implies (a parsed ``PlatformConfig``): an existing
+    cluster declared to enforce NetworkPolicies (``networkPolicyEnforced: true``) runs its engine outside the
+    stack."""
+    if getattr(getattr(config, "cluster_options", None), "network_policy_enforced", False) is True:
+        return {"network-policies-enforced": {"engineOutsideStack": True}}
+    return {}

@@ -46,12 +46,11 @@ def gpu_pool_taint(resource_type: str, props: Mapping[str, Any], config: Mapping
 
 def image_digest(resource_type: str, props: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     """Applies to every Kubernetes object that holds pod specs (`images.runs_pods`). Each container image is pinned
-    by digest (``@sha256:``), unless its repository is in ``exemptRepositories`` (default: the platform's own
-    reviewed exceptions, ``versions.UNPINNED_IMAGES``, each with its reason)."""
+    by digest (``@sha256:``), unless its repository is one of the platform's reviewed exceptions
+    (``versions.UNPINNED_IMAGES``, each with its reason) or of the configuration's ``exemptRepositories``."""
     if not images.runs_pods(resource_type):
         return []
-    exempt = config.get("exemptRepositories")
-    exempt = set(versions.UNPINNED_IMAGES) if exempt is None else {str(r) for r in items(exempt)}
+    exempt = set(versions.UNPINNED_IMAGES) | {str(r) for r in items(config.get("exemptRepositories"))}
     return [f"image {image} is not pinned by digest (repository@sha256:...): its tag can be moved to other content"
             for image in dict.fromkeys(images.images(props))
             if not images.pinned(image) and images.repository(image) not in exempt]
