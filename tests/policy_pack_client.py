@@ -1,13 +1,14 @@
 """Run the GPU policy pack the way the Pulumi CLI does, and print what it reports (tests/test_policy_pack.py).
 
 Runs in the pack's own environment (.venv/tools/policy: pulumi-policy and the pulumi SDK it resolves with), never in
-the project's: ``python policy_pack_client.py PACK_DIR REQUEST_JSON``. It starts the pack as the CLI's analyzer
-plugin starts a Python pack (``python -u -m pulumi.policy ENGINE PACK_DIR``: the pack's ``__main__`` builds its
-``PolicyPack``, which serves the Analyzer gRPC service and prints its port), then calls that service:
-``GetAnalyzerInfo``, ``Configure`` (when the request has a policy configuration), ``Analyze`` per resource (its
+the project's: ``python policy_pack_client.py PACK_DIR REQUEST_JSON...`` (one request per stack). It starts the pack
+as the CLI's ``pulumi-analyzer-policy-python`` starts a Python pack, from the virtualenv of PulumiPolicy.yaml
+(``python -u -m pulumi.policy ENGINE PACK_DIR``: the pack's ``__main__`` builds its ``PolicyPack``, which serves the
+Analyzer gRPC service and prints its port), then calls that service:
+``GetAnalyzerInfo``, then per request ``Configure`` (its policy configuration), ``Analyze`` per resource (its
 inputs) and ``AnalyzeStack`` once (every resource with its outputs). It prints one JSON document:
 ``{"pack": name, "sdkVersion": pulumi-policy's version, "policies": [{name, description, type, enforcementLevel}],
-"diagnostics": [{policy, urn, resource, message, enforcementLevel}]}``.
+"results": [{"diagnostics": [{policy, urn, resource, message, enforcementLevel}]}]}``, a result per request.
 
 REQUEST_JSON: ``{"resources": [{"type", "name", "urn", "inputs", "outputs"}], "config": {policy: {properties}}}``.
 """
@@ -18,7 +19,7 @@ import sys
 
 import grpc
 from google.protobuf import empty_pb2, struct_pb2
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, plugin_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 LEVELS = {analyzer_pb2.ADVISORY: "advisory", analyzer_pb2.MANDATORY: "mandatory",
           analyzer_pb2.REMEDIATE: "remediate", analyzer_pb2.DISABLED: "disabled"}
@@ -38,9 +39,25 @@ def _diagnostics(response, resource: str = "") -> list[dict]:
              "enforcementLevel": LEVELS[d.enforcementLevel]} for d in response.diagnostics]
 
 
-def main(pack_dir: str, request_file: str) -> int:
-    with open(request_file, encoding="utf-8") as handle:
-        request = json.load(handle)
+def _analyze(analyzer, request: dict) -> list[dict]:
+    """Every violation the pack reports for one stack: Configure (an empty configuration resets the previous
+    request's), Analyze per resource, AnalyzeStack once."""
+    analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={
+        name: analyzer_pb2.PolicyConfig(enforcementLevel=analyzer_pb2.MANDATORY, properties=_struct(properties))
+        for name, properties in (request.get("config") or {}).items()}), timeout=60)
+    diagnostics = []
+    for resource in request["resources"]:
+        response = analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
+            type=resource["type"], name=resource["name"], urn=resource["urn"],
+            properties=_struct(resource["inputs"])), timeout=60)
+        diagnostics += _diagnostics(response, resource["name"])
+    response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
+        analyzer_pb2.AnalyzerResource(type=r["type"], name=r["name"], urn=r["urn"], properties=_struct(r["outputs"]))
+        for r in request["resources"]]), timeout=120)
+    return diagnostics + _diagnostics(response)
+
+
+def main(pack_dir: str, *request_files: str) -> int:
     pack = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", pack_dir],
                             stdout=subprocess.PIPE, text=True)
     try:
@@ -51,32 +68,19 @@ def main(pack_dir: str, request_file: str) -> int:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             analyzer = analyzer_pb2_grpc.AnalyzerStub(channel)
             info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=60)
-            if request.get("config"):
-                analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={
-                    name: analyzer_pb2.PolicyConfig(enforcementLevel=analyzer_pb2.MANDATORY,
-                                                    properties=_struct(properties))
-                    for name, properties in request["config"].items()}), timeout=60)
-            diagnostics = []
-            for resource in request["resources"]:
-                response = analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
-                    type=resource["type"], name=resource["name"], urn=resource["urn"],
-                    properties=_struct(resource["inputs"])), timeout=60)
-                diagnostics += _diagnostics(response, resource["name"])
-            response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
-                analyzer_pb2.AnalyzerResource(type=r["type"], name=r["name"], urn=r["urn"],
-                                              properties=_struct(r["outputs"]))
-                for r in request["resources"]]), timeout=120)
-            diagnostics += _diagnostics(response)
             plugin = analyzer.GetPluginInfo(empty_pb2.Empty(), timeout=60)
+            results = []
+            for request_file in request_files:
+                with open(request_file, encoding="utf-8") as handle:
+                    results.append({"diagnostics": _analyze(analyzer, json.load(handle))})
     finally:
         pack.kill()
         pack.wait()
-    assert isinstance(plugin, plugin_pb2.PluginInfo)
     print(json.dumps({
         "pack": info.name, "sdkVersion": plugin.version,
         "policies": [{"name": p.name, "description": p.description, "type": TYPES.get(p.policy_type, ""),
                       "enforcementLevel": LEVELS[p.enforcementLevel]} for p in info.policies],
-        "diagnostics": diagnostics}))
+        "results": results}))
     return 0
 
 
