@@ -90,7 +90,7 @@ def single_gpu_allocator(resources: Sequence[Resource], config: Mapping[str, Any
     releases = [r for r in resources if r.type == allocation.HELM_RELEASE]
     found = []
     for resource, pool in _pools(resources):
-        if pool.vendor != "nvidia":
+        if pool.vendor != catalog.NVIDIA:
             continue
         dra = allocation.dra_drivers(pool.labels, releases)
         plugins = allocation.device_plugins(resource, pool.labels, releases)
