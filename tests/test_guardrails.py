@@ -4,6 +4,8 @@ The same rules through the policy pack and pulumi-policy: tests/test_policy_pack
 
 import copy
 import json
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -172,6 +174,15 @@ def test_check_exits_1_naming_the_node_group_that_lost_its_taint(plan_root, tmp_
     assert cli.main(["policy", "check", str(_untainted_copy(plan_root, tmp_path))]) == 1
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].startswith("aws-dev-h100-train-nodes: gpu-pool-taint: ")
+
+
+def test_the_command_line_exits_1_naming_the_node_group(plan_root, tmp_path):
+    """The same through the ``gpu-platform`` entry point in a process of its own."""
+    result = subprocess.run([sys.executable, "-m", "gpu_platform.cli", "policy", "check",
+                             str(_untainted_copy(plan_root, tmp_path))], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("aws-dev-h100-train-nodes: gpu-pool-taint: ")
+    assert result.stderr == "1 violation (1 plan, 7 policies)\n"
 
 
 def test_check_exits_0_on_a_clean_plan(plan_root, capsys):
