@@ -2,8 +2,9 @@
 same rules over an offline plan (``gpu-platform policy check``, and the summary of ``gpu-platform plan``).
 
 Modules: `rules` (one function per rule and `rules.RULES`, the table the pack and the plan check share), the
-readers the rules use (`props`, `pool_view`, `placement`, `allocation`, `engines`, `images`), `violation`, and
-`plan_check` (``plan.json`` in, violations out). Layer: above the features, beside `plan`, which imports it; it
+readers the rules use (`props`, `pool_view`, `placement`, `allocation`, `engines`, `images`), `violation`,
+`plan_check` (``plan.json`` in, violations out; `plan_check.PlanInputError` for a missing or bad plan) and `command`
+(``gpu-platform policy check``). Layer: above the features, beside `plan`, which imports it; it
 imports the data modules (`catalog`, `labels`, `versions`) and, in `plan_check` only, the mock engine of
 `gpu_platform.testing`. `rules` and its readers import neither pulumi nor pulumi-policy, so the pack's own
 environment (pulumi-policy pins an older protobuf than the platform's) runs them unchanged.
