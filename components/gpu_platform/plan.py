@@ -267,6 +267,11 @@ def summary(plan: StackPlan, today: Optional[datetime.date] = None) -> str:
                      f"{pool.rdma_fabric or '-'}")
     for err in plan.errors:
         lines.append(f"  INVALID {err}")
+    # The guardrails of the policy pack (gpu-platform policy check): printed, never a planning error.
+    from .guardrails import plan_check
+
+    for violation in plan_check.check_document(plan_json(plan), plan_check.policy_config_of(plan.config)):
+        lines.append(f"  POLICY {violation.line()}")
     return "\n".join(lines)
 
 
