@@ -27,7 +27,7 @@ FEATURES = {"kubernetes_base", "security", "accelerators", "scheduling", "monito
 """The feature packages (``kubernetes_base``, the plumbing they share, among them)."""
 
 ABOVE = {"config", "platform", "plan", "cli", "diagram", "generate", "docgen", "testing", "verify", "verify_live",
-         "pool_builder", "provider"}
+         "pool_builder", "provider", "fleet"}
 """The stack parser that composes the features' parsers, the composer, the commands and the generators."""
 
 CLOUD_SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_oci", "boto3", "azure", "google.cloud",

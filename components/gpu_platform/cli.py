@@ -11,6 +11,9 @@ plan is written all the same). Errors are one line each; no traceback reaches th
 the added, removed and changed inputs, a verdict per change (disruptive or in place, with the reason) and a total;
 ``--json`` prints the same as a document. Exit codes: 0 nothing disruptive, 3 something disruptive, 2 bad input
 (a missing file, not a plan, different stacks, a Kubernetes minor that skips one or goes down).
+
+``gpu-platform fleet plan FLEET`` / ``fleet up FLEET`` plan and roll out stacks in waves (`gpu_platform.fleet.command`
+has their exit codes; docs/fleet.md).
 """
 
 import argparse
@@ -176,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
                                         "the plan of the same stack configuration promised?")
     verify_live.build_parser(verify)
     verify.set_defaults(func=verify_live.run)
+    from .fleet import command as fleet_command
+
+    fleet = sub.add_parser("fleet", help="plan and roll out many stacks in waves: canary first, gates, bake times",
+                           description="Plan (offline) and roll out (pulumi.automation) the stacks of a fleet file.")
+    fleet_command.build_parser(fleet)
     return parser
 
 
