@@ -218,3 +218,10 @@ def test_the_repository_imports_the_new_paths():
             if target in old_names:
                 found.append(f"{path.relative_to(ROOT)}:{line}: {target} -> {_moved.MOVED[target]}")
     assert found == []
+
+
+def test_only_the_cli_imports_the_fleet_commands():
+    """``fleet/`` sits on top of ``plan`` and ``verify_live`` (docs/fleet.md): only the command line imports it."""
+    importers = {m for m, deps in GRAPH.items() if not m.startswith("gpu_platform.fleet")
+                 and any(d == "gpu_platform.fleet" or d.startswith("gpu_platform.fleet.") for d in deps)}
+    assert importers == {"gpu_platform.cli"}
