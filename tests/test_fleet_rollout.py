@@ -263,6 +263,19 @@ def test_the_preview_gate_stops_a_disruptive_canary_before_its_up():
     assert final.stacks == {}
 
 
+@pytest.mark.parametrize("allow, stopped", [
+    (False, Stop("rest", "aws-dev", "preview", "the preview would replace node pool gpu (aws:eks/nodeGroup:NodeGroup); "
+                                               "the wave does not allow disruption (allowDisruption)")),
+    (True, None),
+])
+def test_a_wave_marked_allow_disruption_passes_a_disruptive_preview(allow, stopped):
+    fleet, clock = make_fleet(bake_s=0, rest_disruption=allow), Clock()
+    driver = FakeDriver(clock, previews={"aws-dev": [PlannedStep("replace", NODE_GROUP, "urn:x::gpu")]})
+    final, _ = go(fleet, rollout.start(fleet, None, False), driver, clock)
+    assert final.stopped == stopped and final.complete is (stopped is None)
+    assert ((0, "up", "aws-dev") in driver.events) is allow
+
+
 def test_without_the_preview_gate_a_disruptive_preview_goes_ahead():
     fleet, clock = make_fleet(bake_s=0, canary_gates=("verify",)), Clock()
     steps = [PlannedStep("replace", NODE_GROUP, "urn:x::gpu-a")]
