@@ -136,6 +136,9 @@ def test_bad_bake_times(value, message):
      "waves[1].name: 'a' is already the name of waves[0]"),
     ({"waves": [{"stacks": ["existing"]}]}, "waves[0].name: is required"),
     ({"waves": ["canary"]}, "waves[0]: must be a mapping, got str"),
+    ({"name": "../x", "waves": [{"name": "a", "stacks": ["existing"]}]},
+     "name: '../x' is not a fleet name (letters, digits, '.', '_' and '-', starting with a letter or digit): it names "
+     "the folder build/fleet/<name>"),
     (["waves"], "must be a mapping, got list"),
 ])
 def test_bad_input_is_one_line_naming_the_key(document, message):

@@ -129,6 +129,11 @@ def test_a_stack_is_selected_once_even_without_a_preflight():
      "update is currently in progress."),
     ("up", command_error(stderr=""), "up",
      "pulumi up of acme/gpu-platform/aws-dev failed: CommandError: code: 255"),
+    ("up", errors.CommandError(auto.CommandResult(
+        stdout="Updating (aws-dev)\nDiagnostics:\n  aws:eks:NodeGroup (gpu):\n    error: creating EKS Node Group: "
+               "InsufficientCapacity\n", stderr="", code=255)), "up",
+     "pulumi up of acme/gpu-platform/aws-dev failed: CommandError: error: creating EKS Node Group: "
+     "InsufficientCapacity"),
 ])
 def test_api_errors_become_one_line_step_failures(method, error, step, reason):
     calls: list = []
@@ -150,6 +155,10 @@ def test_an_update_that_does_not_succeed_fails_the_up_step():
     (command_error(errors.StackNotFoundError, "error: no stack named 'acme/gpu-platform/aws-dev' found\n"),
      "pulumi select of acme/gpu-platform/aws-dev failed: StackNotFoundError: error: no stack named "
      "'acme/gpu-platform/aws-dev' found"),
+    (errors.InvalidVersionError("Minimum version requirement failed. The minimum CLI version requirement is 3.1.0, "
+                                "your current CLI version is 3.0.0."),
+     "the Pulumi CLI is too old for this pulumi SDK: Minimum version requirement failed. The minimum CLI version "
+     "requirement is 3.1.0, your current CLI version is 3.0.0."),
     (FileNotFoundError(2, "No such file or directory", "pulumi"),
      "the Pulumi CLI is not installed (No such file or directory: pulumi); fleet up drives it through "
      "pulumi.automation"),

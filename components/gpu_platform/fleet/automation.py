@@ -28,13 +28,19 @@ def _value(op: Any) -> str:
 
 
 def _first_line(err: BaseException) -> str:
-    """One line for a failure: the API's ``CommandError`` carries the command's whole stderr."""
+    """One line for a failure. The API's ``CommandError`` carries the command's whole output (``CommandResult``:
+    code, stdout, stderr): the cause is stderr's first line, else the first ``error:`` line of stdout (where
+    ``pulumi up`` prints its diagnostics), else the exit code."""
     text = str(err)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if "stderr:" in text:  # CommandResult.__str__: code, stdout, stderr; the cause is in stderr
-        after = text.split("stderr:", 1)[1]
-        lines = [line.strip() for line in after.splitlines() if line.strip()] or lines
-    return f"{type(err).__name__}: {lines[0] if lines else text}"
+    if "stderr:" not in text or "stdout:" not in text:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return f"{type(err).__name__}: {lines[0] if lines else text}"
+    head, stderr = text.split("stderr:", 1)
+    stdout = head.split("stdout:", 1)[1]
+    code = head.split("stdout:", 1)[0].strip()
+    found = [line.strip() for line in stderr.splitlines() if line.strip()] or \
+        [line.strip() for line in stdout.splitlines() if line.strip().startswith("error:")] or [code]
+    return f"{type(err).__name__}: {found[0]}"
 
 
 class AutomationDriver:
@@ -57,6 +63,8 @@ class AutomationDriver:
             return action()
         except errors.CommandError as err:
             raise StepFailed(step, f"pulumi {step} of {member.pulumi_stack} failed: {_first_line(err)}") from None
+        except errors.InvalidVersionError as err:  # the installed CLI is older than this SDK needs
+            raise StepFailed(step, f"the Pulumi CLI is too old for this pulumi SDK: {err}".splitlines()[0]) from None
         except FileNotFoundError as err:  # LocalWorkspace runs the `pulumi` binary; none on PATH
             raise StepFailed(step, f"the Pulumi CLI is not installed ({err.strerror or err}: "
                                    f"{err.filename or 'pulumi'}); fleet up drives it through pulumi.automation") \

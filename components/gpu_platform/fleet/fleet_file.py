@@ -47,6 +47,7 @@ DEFAULT_GATES = ("preview", "verify")
 MAX_BAKE_S = 24 * 3600
 """The longest bake: the rollout process waits it out (and a resume waits what is left of it)."""
 
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -213,6 +214,9 @@ def parse_fleet(raw: Any, source: Path, project_dir: Path, stack_files: Mapping[
             seen_stacks[member.stack] = wave.name
             seen_pulumi[member.pulumi_stack] = member.stack
     name = read_str(document, "name", "", default=source.stem)
+    if not _NAME.match(name):
+        raise ConfigError("name", f"'{name}' is not a fleet name (letters, digits, '.', '_' and '-', starting with a "
+                                  "letter or digit): it names the folder build/fleet/<name>")
     release = read_str(document, "release", "", default=default_release)
     return Fleet(name, source, release, project_dir, waves)
 
