@@ -15,6 +15,9 @@ the added, removed and changed inputs, a verdict per change (disruptive or in pl
 ``gpu-platform policy check PLAN_DIR`` runs the GPU guardrails (the policy pack's rules, `gpu_platform.guardrails`)
 over offline plans: one line per violation; exit 0 clean, 1 violations, 2 bad input. ``plan`` prints the same
 violations in its summary without changing its exit code.
+
+``gpu-platform fleet plan FLEET`` / ``fleet up FLEET`` plan and roll out stacks in waves (`gpu_platform.fleet.command`
+has their exit codes; docs/fleet.md).
 """
 
 import argparse
@@ -194,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
                                         "the plan of the same stack configuration promised?")
     verify_live.build_parser(verify)
     verify.set_defaults(func=verify_live.run)
+    from .fleet import command as fleet_command
+
+    fleet = sub.add_parser("fleet", help="plan and roll out many stacks in waves: canary first, gates, bake times",
+                           description="Plan (offline) and roll out (pulumi.automation) the stacks of a fleet file.")
+    fleet_command.build_parser(fleet)
     return parser
 
 
