@@ -6,7 +6,6 @@ import contextlib
 import io
 import json
 import shutil
-import sys
 import types
 from pathlib import Path
 
@@ -49,6 +48,10 @@ class Violation:
         self.resource, self.rule, self.message = resource, rule, message
 
 
+def NO_VIOLATIONS(plan_dir):  # noqa: N802 - a stand-in for the policy check that finds nothing
+    return []
+
+
 def fake_planner(plans: dict[str, Plan], errors=None):
     def plan(m: FleetStack) -> Planned:
         if m.stack not in plans:
@@ -83,7 +86,7 @@ def test_rows_compare_with_the_baseline_and_carry_the_policy_check():
     assert checked == [Path("/out/existing"), Path("/out/aws-dev"), Path("/out/gcp-dev")]
     assert [r.verdict for r in rows] == ["ok", "disrupts (allowed)", "VIOLATES POLICY"]
     assert matrix.exit_code(rows) == 1
-    assert matrix.render(FLEET, rows, Path("build/fleet/reference/plans"), policy=True) == "\n".join([
+    assert matrix.render(FLEET, rows, Path("build/fleet/reference/plans")) == "\n".join([
         "fleet reference (release 2.0): 3 stacks in 2 waves, baseline build/fleet/reference/plans",
         "WAVE    STACK     RESOURCES  DISRUPTIVE   IN-PLACE  VIOLATIONS  VERDICT",
         "canary  existing          1            0         1           0  ok",
@@ -100,15 +103,15 @@ def test_rows_compare_with_the_baseline_and_carry_the_policy_check():
 def test_a_disruptive_change_in_a_wave_not_marked_for_it_exits_3():
     unmarked = Fleet("f", Path("/p/f.yaml"), "2.0", Path("/p"), (Wave("canary", (member("aws-dev"),)),))
     rows = matrix.build_rows(unmarked, fake_planner({"aws-dev": plan_of("aws-dev")}),
-                             {"aws-dev": plan_of("aws-dev", POOL)}, None)
+                             {"aws-dev": plan_of("aws-dev", POOL)}, NO_VIOLATIONS)
     assert rows == [Row("canary", "aws-dev", False, 0, True,
                         ("gpu-old: deletes node group: its nodes and the pods on them go",), 0, (), ())]
     assert rows[0].disrupts_unmarked and rows[0].verdict == "DISRUPTS (wave not marked allowDisruption)"
     assert matrix.exit_code(rows) == 3
-    assert matrix.render(unmarked, rows, Path("old"), policy=False).splitlines() == [
-        "fleet f (release 2.0): 1 stacks in 1 waves, baseline old; no policy pack installed (VIOLATIONS not checked)",
+    assert matrix.render(unmarked, rows, Path("old")).splitlines() == [
+        "fleet f (release 2.0): 1 stacks in 1 waves, baseline old",
         "WAVE    STACK    RESOURCES  DISRUPTIVE  IN-PLACE  VIOLATIONS  VERDICT",
-        "canary  aws-dev          0           1         0           -  DISRUPTS (wave not marked allowDisruption)",
+        "canary  aws-dev          0           1         0           0  DISRUPTS (wave not marked allowDisruption)",
         "canary/aws-dev: 1 disruptive (wave canary is not marked allowDisruption):",
         "  gpu-old: deletes node group: its nodes and the pods on them go",
         "refused: a wave not marked allowDisruption would disrupt",
@@ -118,12 +121,12 @@ def test_a_disruptive_change_in_a_wave_not_marked_for_it_exits_3():
 def test_a_failed_or_invalid_stack_is_exit_1_before_disruption():
     rows = matrix.build_rows(FLEET, fake_planner({"existing": plan_of("existing"), "aws-dev": plan_of("aws-dev")},
                                                  errors={"aws-dev": ["Deployment x: spec.replicas: bad"]}),
-                             {"existing": plan_of("existing", CM_OLD, POOL)}, None)
+                             {"existing": plan_of("existing", CM_OLD, POOL)}, NO_VIOLATIONS)
     assert [(r.stack, r.resources, r.errors, r.verdict) for r in rows] == [
         ("existing", 0, (), "DISRUPTS (wave not marked allowDisruption)"),
         ("aws-dev", 0, ("Deployment x: spec.replicas: bad",), "INVALID"),
         ("gcp-dev", None, ("the program failed: RuntimeError: boom",), "PLAN FAILED")]
-    assert matrix.cells(rows[2], policy=True) == ("rest", "gcp-dev", "-", "-", "-", "-", "PLAN FAILED")
+    assert matrix.cells(rows[2]) == ("rest", "gcp-dev", "-", "-", "-", "-", "PLAN FAILED")
     assert matrix.exit_code(rows) == 1
     assert matrix.exit_code(rows[:1]) == 3 and matrix.exit_code([]) == 0
 
@@ -132,8 +135,8 @@ def test_more_than_five_reasons_are_cut_short():
     many = [resource("aws-dev", NODE_GROUP, f"pool-{i}") for i in range(7)]
     fleet = Fleet("f", Path("f.yaml"), "1", Path("/p"), (Wave("w", (member("aws-dev"),)),))
     rows = matrix.build_rows(fleet, fake_planner({"aws-dev": plan_of("aws-dev")}),
-                             {"aws-dev": plan_of("aws-dev", *many)}, None)
-    text = matrix.render(fleet, rows, Path("b"), False).splitlines()
+                             {"aws-dev": plan_of("aws-dev", *many)}, NO_VIOLATIONS)
+    text = matrix.render(fleet, rows, Path("b")).splitlines()
     assert text[3:10] == ["w/aws-dev: 7 disruptive (wave w is not marked allowDisruption):",
                           *[f"  pool-{i}: deletes node group: its nodes and the pods on them go" for i in range(5)],
                           "  ... and 2 more (gpu-platform diff shows all)"]
@@ -155,13 +158,20 @@ def test_baselines_and_the_kubernetes_step(tmp_path):
     assert matrix.step_problems(baselines, {"existing": "1.35"})[0].startswith("existing: ")
 
 
-def test_the_policy_pack_is_used_where_installed(monkeypatch):
-    module = types.ModuleType("gpu_platform.guardrails")
-    module.check_plan_dir = lambda plan_dir: []
-    monkeypatch.setitem(sys.modules, "gpu_platform.guardrails", module)
-    assert command.policy_check() is module.check_plan_dir
-    monkeypatch.setitem(sys.modules, "gpu_platform.guardrails", None)  # not installed: the import fails
-    assert command.policy_check() is None
+def test_the_policy_check_is_the_guardrails_with_each_stacks_own_settings(monkeypatch):
+    """The check is `gpu_platform.guardrails.check_plan_dir`, given the policy settings the stack's configuration
+    implies (an existing cluster enforcing NetworkPolicies with its own engine), like `gpu-platform plan`."""
+    import gpu_platform.guardrails as guardrails
+
+    calls = []
+    monkeypatch.setattr(guardrails, "check_plan_dir", lambda plan_dir, settings: calls.append((plan_dir, settings)))
+    existing = types.SimpleNamespace(cluster_options=types.SimpleNamespace(network_policy_enforced=True))
+    aws = types.SimpleNamespace(cluster_options=types.SimpleNamespace(network_policy_enforced=False))
+    check = command.policy_check({"existing": existing, "aws-dev": aws})
+    check(Path("out/existing"))
+    check(Path("out/aws-dev"))
+    assert calls == [(Path("out/existing"), {"network-policies-enforced": {"engineOutsideStack": True}}),
+                     (Path("out/aws-dev"), {})]
 
 
 # ------------------------------------------------------------------------------------- the command, for real
@@ -169,17 +179,23 @@ def test_the_policy_pack_is_used_where_installed(monkeypatch):
 
 @pytest.fixture(scope="module")
 def example_run(tmp_path_factory):
-    """``gpu-platform fleet plan`` on the example (three reference stacks), once, with a policy check that finds
-    nothing and records which plan folders it was given."""
+    """``gpu-platform fleet plan`` on the example (three reference stacks), once, with the real policy check
+    (`gpu_platform.guardrails`), recording which plan folders it was given."""
     out = tmp_path_factory.mktemp("fleet") / "plans"
     checked: list[Path] = []
 
-    def check(plan_dir: Path):
-        checked.append(plan_dir)
-        return []
+    real_check = command.policy_check
+
+    def recording_check(configs):
+        check = real_check(configs)
+
+        def recorded(plan_dir: Path):
+            checked.append(plan_dir)
+            return check(plan_dir)
+        return recorded
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(command, "policy_check", lambda: check)
+        patch.setattr(command, "policy_check", recording_check)
         stdout, stderr = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             code = cli.main(["fleet", "plan", str(EXAMPLE), "--out", str(out)])
@@ -231,14 +247,14 @@ def tampered_baseline(example_out: Path, tmp_path: Path) -> Path:
 ])
 def test_a_disruptive_change_fails_fleet_plan_unless_the_wave_allows_it(example_run, tmp_path, capsys, monkeypatch,
                                                                         allow, code, verdict, outcome):
-    monkeypatch.setattr(command, "policy_check", lambda: None)
+    monkeypatch.setattr(command, "policy_check", lambda configs: NO_VIOLATIONS)
     baseline = tampered_baseline(example_run[3], tmp_path)
     out = tmp_path / "new"
     assert cli.main(["fleet", "plan", str(one_stack_fleet(tmp_path, allow)), "--out", str(out),
                      "--baseline", str(baseline)]) == code
     lines = capsys.readouterr().out.splitlines()
     count = resources_in(out, "existing")
-    assert lines[2] == f"canary  existing  {count:>9}           1         0           -  {verdict}"
+    assert lines[2] == f"canary  existing  {count:>9}           1         0           0  {verdict}"
     assert lines[3:6] == [
         f"canary/existing: 1 disruptive ({'allowed' if allow else 'wave canary is not marked allowDisruption'}):",
         "  gpu-retired: deletes node group: its nodes and the pods on them go",

@@ -106,7 +106,7 @@ def _violation_line(violation: Any) -> str:
 
 
 def row(wave: str, allow_disruption: bool, stack: str, planned: Planned, baseline: Optional[plan_diff.Plan],
-        violations: Optional[Violations]) -> Row:
+        violations: Violations) -> Row:
     """The matrix row of one planned stack."""
     if planned.plan is None:
         return Row(wave, stack, allow_disruption, None, baseline is not None, (), 0, (), planned.errors)
@@ -116,16 +116,15 @@ def row(wave: str, allow_disruption: bool, stack: str, planned: Planned, baselin
         diff = plan_diff.diff_plans(baseline, planned.plan)
         disruptive = tuple(f"{c.name}: {c.verdict.reason}" for c in diff.disruptive)
         in_place = len(diff.in_place)
-    found = tuple(_violation_line(v) for v in violations(planned.plan_dir)) \
-        if violations is not None and planned.plan_dir is not None else ()
+    found = tuple(_violation_line(v) for v in violations(planned.plan_dir)) if planned.plan_dir is not None else ()
     return Row(wave, stack, allow_disruption, len(planned.plan.resources), baseline is not None, disruptive,
                in_place, found, planned.errors)
 
 
 def build_rows(fleet: Fleet, plan: Callable[[FleetStack], Planned], baselines: Mapping[str, plan_diff.Plan],
-               violations: Optional[Violations]) -> list[Row]:
-    """Plan every stack of the fleet (``plan``) and compare it with its baseline, in rollout order.
-    ``violations`` None: no policy pack is installed (the column says so)."""
+               violations: Violations) -> list[Row]:
+    """Plan every stack of the fleet (``plan``), compare it with its baseline and check it (``violations``), in
+    rollout order."""
     return [row(wave.name, wave.allow_disruption, member.stack, plan(member), baselines.get(member.stack), violations)
             for wave in fleet.waves for member in wave.stacks]
 
@@ -140,25 +139,25 @@ def exit_code(rows: Sequence[Row]) -> int:
     return EXIT_OK
 
 
-def cells(r: Row, policy: bool) -> tuple[str, ...]:
+def cells(r: Row) -> tuple[str, ...]:
     """The matrix cells of a row: wave, stack, resources, disruptive, in-place, violations, verdict."""
     planned = r.resources is not None
     return (r.wave, r.stack, str(r.resources) if planned else "-",
             (str(len(r.disruptive)) if r.has_baseline else "no baseline") if planned else "-",
             str(r.in_place) if planned and r.has_baseline else "-",
-            str(len(r.violations)) if planned and policy else "-", r.verdict)
+            str(len(r.violations)) if planned else "-", r.verdict)
 
 
 HEADER = ("WAVE", "STACK", "RESOURCES", "DISRUPTIVE", "IN-PLACE", "VIOLATIONS", "VERDICT")
 
 
-def render(fleet: Fleet, rows: Sequence[Row], baseline_dir: Path, policy: bool) -> str:
+def render(fleet: Fleet, rows: Sequence[Row], baseline_dir: Path) -> str:
     """The matrix, then per stack what makes it disruptive, invalid or in violation, then the outcome."""
-    table = [HEADER, *(cells(r, policy) for r in rows)]
+    table = [HEADER, *(cells(r) for r in rows)]
     widths = [max(len(line[i]) for line in table) for i in range(len(HEADER) - 1)]
     numeric = {2, 3, 4, 5}
     lines = [f"fleet {fleet.name} (release {fleet.release}): {len(rows)} stacks in {len(fleet.waves)} waves, "
-             f"baseline {baseline_dir}" + ("" if policy else "; no policy pack installed (VIOLATIONS not checked)")]
+             f"baseline {baseline_dir}"]
     for line in table:
         lines.append("  ".join(line[i].rjust(widths[i]) if i in numeric and line is not HEADER else
                                line[i].ljust(widths[i]) for i in range(len(widths))) + "  " + line[-1])
