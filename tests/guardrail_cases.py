@@ -142,8 +142,9 @@ CASES: tuple[Case, ...] = (
          _drop("gcp-dev-cluster", "datapathProvider")),
     Case("oke-without-calico", "network-policies-enforced", "oci-dev", "oci-dev-oke",
          _remove_resource("oci-dev-network-policy-daemon-set-calico-node")),
+    # the existing cluster's plan without the engine its stack declares (policyConfig, from networkPolicyEnforced)
     Case("existing-undeclared", "network-policies-enforced", "existing", "existing-health-allow-api-server",
-         lambda document: None),
+         lambda document: document.pop("policyConfig")),
     # team-pod-security
     Case("team-privileged", "team-pod-security", "aws-dev", "aws-dev-team-product-ns",
          _set("aws-dev-team-product-ns", PRIVILEGED, "metadata", "labels", "pod-security.kubernetes.io/enforce")),

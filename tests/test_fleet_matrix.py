@@ -6,7 +6,6 @@ import contextlib
 import io
 import json
 import shutil
-import types
 from pathlib import Path
 
 import pytest
@@ -158,20 +157,10 @@ def test_baselines_and_the_kubernetes_step(tmp_path):
     assert matrix.step_problems(baselines, {"existing": "1.35"})[0].startswith("existing: ")
 
 
-def test_the_policy_check_is_the_guardrails_with_each_stacks_own_settings(monkeypatch):
-    """The check is `gpu_platform.guardrails.check_plan_dir`, given the policy settings the stack's configuration
-    implies (an existing cluster enforcing NetworkPolicies with its own engine), like `gpu-platform plan`."""
-    import gpu_platform.guardrails as guardrails
+def test_the_policy_check_is_the_guardrails():
+    from gpu_platform.guardrails import check_plan_dir
 
-    calls = []
-    monkeypatch.setattr(guardrails, "check_plan_dir", lambda plan_dir, settings: calls.append((plan_dir, settings)))
-    existing = types.SimpleNamespace(cluster_options=types.SimpleNamespace(network_policy_enforced=True))
-    aws = types.SimpleNamespace(cluster_options=types.SimpleNamespace(network_policy_enforced=False))
-    check = command.policy_check({"existing": existing, "aws-dev": aws})
-    check(Path("out/existing"))
-    check(Path("out/aws-dev"))
-    assert calls == [(Path("out/existing"), {"network-policies-enforced": {"engineOutsideStack": True}}),
-                     (Path("out/aws-dev"), {})]
+    assert command.policy_check() is check_plan_dir
 
 
 # ------------------------------------------------------------------------------------- the command, for real
@@ -186,8 +175,8 @@ def example_run(tmp_path_factory):
 
     real_check = command.policy_check
 
-    def recording_check(configs):
-        check = real_check(configs)
+    def recording_check():
+        check = real_check()
 
         def recorded(plan_dir: Path):
             checked.append(plan_dir)
@@ -247,7 +236,7 @@ def tampered_baseline(example_out: Path, tmp_path: Path) -> Path:
 ])
 def test_a_disruptive_change_fails_fleet_plan_unless_the_wave_allows_it(example_run, tmp_path, capsys, monkeypatch,
                                                                         allow, code, verdict, outcome):
-    monkeypatch.setattr(command, "policy_check", lambda configs: NO_VIOLATIONS)
+    monkeypatch.setattr(command, "policy_check", lambda: NO_VIOLATIONS)
     baseline = tampered_baseline(example_run[3], tmp_path)
     out = tmp_path / "new"
     assert cli.main(["fleet", "plan", str(one_stack_fleet(tmp_path, allow)), "--out", str(out),

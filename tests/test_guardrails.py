@@ -29,14 +29,18 @@ def document(plan_root: Path, stack: str) -> dict:
     return json.loads((plan_root / stack / "plan.json").read_text())
 
 
-def stack_config(stack: str) -> dict:
-    """The policy configuration ``gpu-platform plan`` checks the stack with (the existing cluster's engine)."""
-    return plan_check.policy_config_of(planned_stack(stack).config)
-
-
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_reference_stack_passes_every_rule(plan_root, stack):
-    assert check_plan_dir(plan_root / stack, stack_config(stack)) == []
+    assert check_plan_dir(plan_root / stack) == []
+
+
+def test_the_plan_records_the_settings_its_stack_implies(plan_root):
+    """The existing stack declares its NetworkPolicy engine (networkPolicyEnforced): its plan.json says so, the
+    other stacks' plans carry no policyConfig."""
+    recorded = document(plan_root, "existing")["policyConfig"]
+    assert recorded == {"network-policies-enforced": {"engineOutsideStack": True}}
+    assert plan_check.policy_config_of(planned_stack("existing").config) == recorded
+    assert [s for s in STACKS if "policyConfig" in document(plan_root, s)] == ["existing"]
 
 
 def test_every_rule_has_violating_cases_and_every_case_is_a_reference_stack():
@@ -54,10 +58,14 @@ def test_a_violating_plan_fails_its_rule_naming_the_resource(plan_root, case):
     assert case.resource in {v.resource for v in found if v.rule == case.rule}, found
 
 
-def test_the_existing_stack_passes_once_its_engine_is_declared(plan_root):
-    [violation] = check_plan_dir(plan_root / "existing")
+def test_the_existing_stack_fails_without_its_declared_engine(plan_root):
+    undeclared = {k: v for k, v in document(plan_root, "existing").items() if k != "policyConfig"}
+    [violation] = plan_check.check_document(undeclared)
     assert violation.rule == "network-policies-enforced"
-    assert check_plan_dir(plan_root / "existing", {"network-policies-enforced": {"engineOutsideStack": True}}) == []
+    assert plan_check.check_document(undeclared, {"network-policies-enforced": {"engineOutsideStack": True}}) == []
+    # an explicit setting overrides what the plan records
+    [violation] = check_plan_dir(plan_root / "existing", {"network-policies-enforced": {"engineOutsideStack": False}})
+    assert violation.rule == "network-policies-enforced"
 
 
 def test_a_disabled_rule_is_not_run(plan_root):
@@ -193,9 +201,9 @@ def test_check_exits_0_on_a_clean_plan(plan_root, capsys):
 
 def test_check_of_a_plan_root_names_each_stack(plan_root, tmp_path, capsys):
     config = tmp_path / "policy-config.json"
-    config.write_text(json.dumps({"network-policies-enforced": {"engineOutsideStack": True}}))
-    assert cli.main(["policy", "check", str(plan_root), "--policy-config", str(config)]) == 0
-    assert cli.main(["policy", "check", str(plan_root)]) == 1
+    assert cli.main(["policy", "check", str(plan_root)]) == 0
+    config.write_text(json.dumps({"network-policies-enforced": {"engineOutsideStack": False}}))
+    assert cli.main(["policy", "check", str(plan_root), "--policy-config", str(config)]) == 1
     assert capsys.readouterr().out.splitlines()[-1].startswith(
         "existing: existing-health-allow-api-server: network-policies-enforced: ")
 

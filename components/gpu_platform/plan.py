@@ -205,8 +205,12 @@ def render_manifests(recording: Recording) -> list[dict]:
 
 def plan_json(plan: StackPlan) -> dict:
     """The ``plan.json`` document of DESIGN § gpu-platform plan, with the stack's ``cloud`` and Kubernetes minor
-    (``kubernetesVersion``) that ``gpu-platform diff`` checks an upgrade step against."""
-    return {
+    (``kubernetesVersion``) that ``gpu-platform diff`` checks an upgrade step against, and, where the stack's
+    configuration implies any, the GPU guardrails' settings (``policyConfig``: an existing cluster whose
+    NetworkPolicy engine runs outside the stack) that ``gpu-platform policy check`` applies to the plan."""
+    from .guardrails.plan_check import policy_config_of
+
+    document = {
         "stack": plan.stack,
         "cloud": plan.config.cloud,
         "kubernetesVersion": plan.config.kubernetes_version,
@@ -216,6 +220,10 @@ def plan_json(plan: StackPlan) -> dict:
             for r in plan.recording
         ],
     }
+    implied = policy_config_of(plan.config)
+    if implied:
+        document["policyConfig"] = implied
+    return document
 
 
 def write_plan(plan: StackPlan, out_dir: Path) -> Path:
@@ -270,7 +278,7 @@ def summary(plan: StackPlan, today: Optional[datetime.date] = None) -> str:
     # The guardrails of the policy pack (gpu-platform policy check): printed, never a planning error.
     from .guardrails import plan_check
 
-    for violation in plan_check.check_document(plan_json(plan), plan_check.policy_config_of(plan.config)):
+    for violation in plan_check.check_document(plan_json(plan)):
         lines.append(f"  POLICY {violation.line()}")
     return "\n".join(lines)
 

@@ -16,9 +16,8 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from ..errors import ConfigError
 from . import matrix, rollout, state
@@ -32,14 +31,12 @@ def default_dir(fleet: Fleet) -> Path:
     return Path("build") / "fleet" / fleet.name
 
 
-def policy_check(configs: Mapping[str, Any]) -> matrix.Violations:
-    """The policy pack's check (``gpu_platform.guardrails.check_plan_dir``) of one stack's plan folder, with the
-    policy settings that stack's own configuration implies (an existing cluster whose NetworkPolicy engine runs
-    outside the stack), as ``gpu-platform plan`` runs it. ``configs``: each stack's parsed configuration."""
+def policy_check() -> matrix.Violations:
+    """The GPU guardrails' check of one stack's plan folder (``gpu_platform.guardrails.check_plan_dir``), with the
+    settings the plan records from its stack's configuration, as ``gpu-platform plan`` and ``policy check`` run it."""
     from ..guardrails import check_plan_dir
-    from ..guardrails.plan_check import policy_config_of
 
-    return lambda plan_dir: check_plan_dir(plan_dir, policy_config_of(configs[Path(plan_dir).name]))
+    return check_plan_dir
 
 
 def _error(message: str) -> int:
@@ -55,16 +52,15 @@ def plan(args: argparse.Namespace) -> int:
     try:
         fleet = load_fleet(Path(args.fleet))
         # Every configuration first: a bad stack plans and writes nothing.
-        configs = {m.stack: planner.parse_config(planner.strip_namespace(planner.load_stack_file(m.stack_file)),
-                                                 m.stack) for m in fleet.stacks}
-        versions = {stack: config.kubernetes_version for stack, config in configs.items()}
+        versions = {m.stack: planner.parse_config(planner.strip_namespace(planner.load_stack_file(m.stack_file)),
+                                                  m.stack).kubernetes_version for m in fleet.stacks}
         out_dir = Path(args.out) if args.out else default_dir(fleet) / "plans"
         baseline_dir = Path(args.baseline) if args.baseline else out_dir
         baselines = matrix.load_baselines(baseline_dir, fleet)
         problems = matrix.step_problems(baselines, versions)
         if problems:
             return _error(problems[0])
-        check = policy_check(configs)
+        check = policy_check()
         rows = matrix.build_rows(fleet, lambda member: matrix.plan_offline(member, out_dir), baselines, check)
     except (ConfigError, plan_diff.PlanError) as err:
         return _error(str(err))

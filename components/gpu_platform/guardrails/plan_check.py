@@ -57,7 +57,10 @@ def _with_outputs(resource: dict) -> Resource:
 
 
 def check_document(document: Mapping[str, Any], policy_config: Optional[Mapping[str, Any]] = None) -> list[Violation]:
-    """Every violation of a plan document (``plan.json``), rule by rule in `RULES` order."""
+    """Every violation of a plan document (``plan.json``), rule by rule in `RULES` order. The settings are the
+    plan's own ``policyConfig`` (what its stack's configuration implies) overridden rule by rule by
+    ``policy_config``."""
+    policy_config = {**(document.get("policyConfig") or {}), **(policy_config or {})}
     registered = [r for r in document["resources"] if r.get("custom", True)]
     stack_view: Optional[list[Resource]] = None
     found: list[Violation] = []
