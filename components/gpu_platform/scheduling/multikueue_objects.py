@@ -45,20 +45,20 @@ KUBECONFIG_OUTPUT = "multikueueKubeconfig"
 """The worker stack's output (secret) the manager reads through a StackReference."""
 
 _MANAGE = ["create", "delete", "get", "list", "watch"]
-_UPSTREAM_RULES: tuple[tuple[str, str, tuple[dict, ...]], ...] = (
-    # (integration, its API group as in FRAMEWORKS, rules): create-multikueue-kubeconfig.sh@v0.19.2, in its order.
-    ("batch/job", "batch", ({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _MANAGE},
+_UPSTREAM_RULES: tuple[tuple[str, tuple[dict, ...]], ...] = (
+    # (integration as in FRAMEWORKS, its rules): create-multikueue-kubeconfig.sh@v0.19.2, in the script's order.
+    ("batch/job", ({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _MANAGE},
                             {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]})),
-    ("pod", "", ({"apiGroups": [""], "resources": ["pods"], "verbs": _MANAGE},)),
-    ("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", (
+    ("pod", ({"apiGroups": [""], "resources": ["pods"], "verbs": _MANAGE},)),
+    ("jobset.x-k8s.io/jobset", (
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _MANAGE},
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]})),
-    ("kueue", "kueue.x-k8s.io", (
+    ("kueue", (
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_MANAGE, "update", "patch"]},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"],
          "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]})),
-    *((f"kubeflow.org/{kind}", "kubeflow.org", (
+    *((f"kubeflow.org/{kind}", (
         {"apiGroups": ["kubeflow.org"], "resources": [f"{kind}s"], "verbs": _MANAGE},
         {"apiGroups": ["kubeflow.org"], "resources": [f"{kind}s/status"], "verbs": ["get"]}))
       for kind in ("tfjob", "pytorchjob", "xgboostjob", "mpijob")),
@@ -72,7 +72,7 @@ def worker_rules(frameworks: Sequence[str] = FRAMEWORKS) -> list[dict]:
     ``kubeflow.org/jaxjob`` and ``trainer.kubeflow.org/trainjob``, so none are granted: such jobs run where they are
     submitted, not on a worker (docs/multikueue.md)."""
     enabled = set(frameworks) | {"kueue"} | ({"pod"} if "deployment" in frameworks else set())
-    return [dict(rule) for integration, _, rules in _UPSTREAM_RULES if integration in enabled for rule in rules]
+    return [dict(rule) for integration, rules in _UPSTREAM_RULES if integration in enabled for rule in rules]
 
 
 WORKER_RULES = worker_rules()
