@@ -418,7 +418,7 @@ def test_a_manager_and_two_workers_plan_multikueue_objects_that_validate_with_se
     release = next(r for r in manager.recording.of_type("kubernetes:helm.sh/v3:Release")
                    if r.inputs["chart"].endswith("/kueue"))
     configuration = yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
-    assert configuration["multiKueue"] == {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+    assert configuration["multiKueue"] == {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
                                            "workerLostTimeout": "10m"}
     for stack, region in (("mk-worker-us", "us-central1"), ("mk-worker-eu", "europe-west4")):
         worker = planned_stack(stack)
