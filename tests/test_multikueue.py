@@ -511,3 +511,49 @@ def test_a_stack_without_the_section_is_unchanged(tmp_path):
     assert not [m for m in result.manifests if m["kind"].startswith("MultiKueue") or m["kind"] == "AdmissionCheck"]
     assert "stackReferences" not in plan.plan_json(result)
     assert "multikueueKubeconfig" not in result.recording.exports
+
+
+def test_a_manager_listing_its_own_stack_is_refused_by_the_plan(tmp_path):
+    stacks = copy_stacks(tmp_path)
+    path = stacks / "Pulumi.mk-manager.yaml"
+    document = yaml.safe_load(path.read_text())
+    document["config"]["gpu-platform:multikueue"]["workers"][1]["stack"] = "acme/gpu-platform/mk-manager"
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(ConfigError) as err:
+        plan.plan_stack("mk-manager", path)
+    assert str(err.value) == ("mk-manager: multikueue.workers[1].stack: 'acme/gpu-platform/mk-manager' is this stack: "
+                              "a MultiKueue manager cannot be one of its own workers")
+
+
+def test_the_program_refuses_a_manager_listing_its_own_stack():
+    from gpu_platform.platform import main
+
+    config = {f"gpu-platform:{k}": v for k, v in manager_raw(
+        workers=[{"name": "me", "stack": "acme/gpu-platform/mgr"}]).items()}
+    with pytest.raises(pulumi.RunError) as err:
+        run_program(main, stack="mgr", project="gpu-platform", config=config)
+    assert str(err.value) == ("mgr: multikueue.workers[0].stack: 'acme/gpu-platform/mgr' is this stack: a MultiKueue "
+                              "manager cannot be one of its own workers")
+
+
+def test_worker_access_needs_the_cluster_kubeconfig(pulumi_mocks):
+    with pytest.raises(ConfigError) as err:
+        MultiKueueWorkerAccess("mk", {"context": "w1"})
+    assert str(err.value) == "MultiKueueWorkerAccess mk: cluster_kubeconfig: is required"
+    assert len(pulumi_mocks.finish()) == 0
+
+
+def test_worker_access_takes_the_server_of_the_given_context():
+    seen = {}
+    cluster = json.loads(sample_kubeconfig("w1", "https://w1:443"))
+    cluster["clusters"].append({"name": "w2", "cluster": {"server": "https://w2:443",
+                                                          "certificate-authority-data": "Y2E="}})
+    cluster["contexts"].append({"name": "admin@w2", "context": {"cluster": "w2", "user": "admin"}})
+
+    def program():
+        access = MultiKueueWorkerAccess("mk", {"cluster_kubeconfig": json.dumps(cluster), "context": "admin@w2"})
+        access.kubeconfig.apply(lambda k: seen.update(value=yaml.safe_load(k)))
+
+    run_program(program, stack="w2")
+    assert seen["value"]["clusters"] == [{"name": "w2", "cluster": {"server": "https://w2:443",
+                                                                    "certificate-authority-data": "Y2E="}}]

@@ -117,9 +117,9 @@ def _service_account_token(name: str, inputs: dict) -> dict:
     if inputs.get("type") != "kubernetes.io/service-account-token":
         return {}
     namespace = (inputs.get("metadata") or {}).get("namespace", "default")
-    encode = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
-    return {"data": {"token": encode(f"mock-token-{name}"), "namespace": encode(namespace),
-                     "ca.crt": encode("-----BEGIN CERTIFICATE-----\nMOCK\n-----END CERTIFICATE-----\n")}}
+    data = {"token": f"mock-token-{name}", "namespace": namespace,
+            "ca.crt": "-----BEGIN CERTIFICATE-----\nMOCK\n-----END CERTIFICATE-----\n"}
+    return {"data": {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}}
 
 
 GCP_PROJECT_NUMBER = "123456789012"

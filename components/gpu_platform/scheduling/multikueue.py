@@ -19,6 +19,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import Required
 
 from ..component_args import Args, matching
 from ..kubernetes_base.common import child_opts
@@ -40,15 +41,14 @@ class MultiKueueManagerArgs(TypedDict, total=False):
     """Arguments of `MultiKueueManager`."""
 
     workers: list[MultiKueueWorkerSpec]
-    """The worker stacks, in dispatch preference order (1 to 20)."""
-    kubeconfig_output: str
-    """The worker stacks' output holding their MultiKueue kubeconfig. Default: ``multikueueKubeconfig``."""
+    """The worker stacks, in dispatch preference order (1 to 20); each exports its MultiKueue kubeconfig as
+    ``multikueueKubeconfig`` (`MultiKueueWorkerAccess`)."""
 
 
 class MultiKueueWorkerAccessArgs(TypedDict, total=False):
     """Arguments of `MultiKueueWorkerAccess`."""
 
-    cluster_kubeconfig: pulumi.Input[str]
+    cluster_kubeconfig: Required[pulumi.Input[str]]
     """The worker cluster's kubeconfig: its server and CA data go into the manager's kubeconfig (its credentials
     do not)."""
     context: Optional[str]
@@ -87,7 +87,6 @@ class MultiKueueManager(pulumi.ComponentResource):
         args = checked_manager_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:MultiKueueManager", name, {}, opts)
         workers = [MultiKueueWorker(w["name"], w["stack"]) for w in args["workers"]]
-        output = args.get("kubeconfig_output") or multikueue_objects.KUBECONFIG_OUTPUT
         self.stack_references: dict[str, pulumi.StackReference] = {}
         self.secrets: dict[str, k8s.core.v1.Secret] = {}
         self.clusters: dict[str, KubernetesObject] = {}
@@ -97,7 +96,7 @@ class MultiKueueManager(pulumi.ComponentResource):
             self.stack_references[worker.name] = reference
             # Secret whatever the worker stack says of its output: a kubeconfig is a credential. (The SDK's Secret
             # makes its data and stringData secret outputs by itself.)
-            kubeconfig = pulumi.Output.secret(reference.require_output(output))
+            kubeconfig = pulumi.Output.secret(reference.require_output(multikueue_objects.KUBECONFIG_OUTPUT))
             self.secrets[worker.name] = k8s.core.v1.Secret(
                 f"{name}-{worker.name}-kubeconfig", metadata=multikueue_objects.kubeconfig_secret_metadata(worker),
                 type="Opaque", string_data={multikueue_objects.KUBECONFIG_KEY: kubeconfig},
@@ -121,9 +120,7 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
 
     def __init__(self, name: str, args: MultiKueueWorkerAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        args = Args("MultiKueueWorkerAccess", name).check(args, MultiKueueWorkerAccessArgs)
-        if "cluster_kubeconfig" not in args:
-            Args("MultiKueueWorkerAccess", name).fail("cluster_kubeconfig", "is required")
+        args = Args("MultiKueueWorkerAccess", name).check(args, MultiKueueWorkerAccessArgs)  # before registering
         super().__init__("gpuplatform:index:MultiKueueWorkerAccess", name, {}, opts)
         sa_body, role_body, binding_body, token_body = (
             multikueue_objects.service_account(), multikueue_objects.cluster_role(),
