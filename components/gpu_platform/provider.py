@@ -50,6 +50,8 @@ COMPONENTS: tuple[str, ...] = (
     "gpu_platform.accelerators.rdma:RdmaStack",
     "gpu_platform.scheduling.policy:SchedulingPolicy",
     "gpu_platform.scheduling.tenancy:TeamNamespace",
+    "gpu_platform.scheduling.multikueue:MultiKueueManager",
+    "gpu_platform.scheduling.multikueue:MultiKueueWorkerAccess",
     "gpu_platform.monitoring.gpu_monitoring:GpuMonitoring",
     "gpu_platform.training.workload:TrainingWorkload",
     "gpu_platform.serving.keda:KedaOperator",
