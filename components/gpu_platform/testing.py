@@ -404,6 +404,8 @@ class Registration:
     delete_before_replace: bool = False
     ignore_changes: list[str] = field(default_factory=list)
     replace_on_changes: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    """The URNs the resource's aliases name (a resource registered under one of them before is adopted)."""
 
     @property
     def parent_name(self) -> str:
@@ -591,6 +593,19 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
         self.resources[urn] = pulumi_mocks_module.MockMonitor.ResourceRegistration(urn, resource_id, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=obj)
 
+    def _alias_urns(self, request) -> list[str]:
+        """The URN of each alias of a registration, as this monitor makes URNs (the alias's parent, type and name,
+        each defaulting to the registration's own)."""
+        urns = list(request.aliasURNs)
+        for alias in request.aliases:
+            if alias.urn:
+                urns.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            urns.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return urns
+
     def RegisterResource(self, request):
         self._tap.seen.inputs = None
         response = self._register_plain(request) if _loop_runs_here() else None
@@ -608,6 +623,7 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 ignore_changes=list(request.ignoreChanges),
                 replace_on_changes=list(request.replaceOnChanges),
+                aliases=self._alias_urns(request),
             ))
         return response
 

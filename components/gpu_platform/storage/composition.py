@@ -1,0 +1,67 @@
+"""What a cloud's storage components give `DataPlaneStorage` in a composed program: the claims and volumes of a
+shared file system and of buckets, the root volume of the directories Job, the CSI drivers to install, the
+``storage-access`` ServiceAccounts. The stack path builds its `DataPlaneStorage` args from the same backends
+(`data_plane.storage_args`), so a composed program and a stack file plan the same objects.
+
+Plain mixins (no annotations: they add nothing to a served component's schema): a cloud's file-system component sets
+``self.backend`` (a `SharedFileSystemBackend`), its bucket-access component ``self.buckets`` (its `BucketBackend`s),
+``self.service_account_annotations`` and ``self.csi_charts``.
+"""
+
+from typing import Any, Optional
+
+import pulumi
+
+from ..component_args import Args
+from . import data_plane
+from .data_plane import DataPlaneStorageArgs, StorageVolumeArgs
+
+
+def former_parent(opts: Optional[pulumi.ResourceOptions]) -> list[pulumi.Alias]:
+    """The children's alias: before these components, a stack's storage resources were children of the component
+    that is now their component's parent (the cluster), under the same names. The alias keeps a deployed file
+    system from being replaced; in a program that never had them it names nothing."""
+    return [pulumi.Alias(parent=opts.parent)] if opts is not None and opts.parent is not None else []
+
+
+class FileSystemClaims:
+    """The `DataPlaneStorage` side of a shared file-system component."""
+
+    def volume(self, namespace: str, claim: str, size: str, directory: str, keep: bool = False,
+               create_claim: bool = True) -> StorageVolumeArgs:
+        """A ``volumes`` entry: the claim ``namespace/claim`` of ``size`` bound to a static volume of ``directory``
+        (``create_claim`` false: the volume alone, pre-bound for a claim a workload creates, e.g. a model cache).
+        ``keep``: the claim outlives the stack (volumes always do)."""
+        backend: Any = getattr(self, "backend")
+        return data_plane.file_system_volume(backend, namespace, claim, size, directory, keep, create_claim)
+
+    def data_plane_args(self) -> DataPlaneStorageArgs:
+        """``root_csi``/``root_mount_options`` (the directories Job creates every volume's directory through them)
+        and the CSI driver the Kubernetes layer installs, if any: merge them into `DataPlaneStorage`'s args."""
+        backend: Any = getattr(self, "backend")
+        return DataPlaneStorageArgs(**data_plane.file_system_root(backend), **data_plane.csi_driver_args(backend))
+
+
+class BucketClaims:
+    """The `DataPlaneStorage` side of a bucket-access component."""
+
+    def volumes(self, namespaces: list[str]) -> list[StorageVolumeArgs]:
+        """A ``volumes`` entry per bucket and namespace: the claim ``<name>`` bound to a static volume of the
+        bucket. ``namespaces`` must be ones the component granted (its ``namespaces``)."""
+        granted = getattr(self, "namespaces")
+        for i, namespace in enumerate(namespaces):
+            if namespace not in granted:
+                Args(type(self).__name__, getattr(self, "_name", "")).fail(
+                    f"volumes(namespaces[{i}])", f"'{namespace}' was not granted the buckets (the component's "
+                                                 f"namespaces: {', '.join(granted)})")
+        return [data_plane.bucket_volume(bucket, ns) for ns in namespaces for bucket in getattr(self, "buckets")]
+
+    def data_plane_args(self, namespaces: list[str]) -> DataPlaneStorageArgs:
+        """The buckets' ``volumes`` in ``namespaces``, their ``storage-access`` ServiceAccounts with the cloud
+        identity's annotations, and the buckets' CSI driver chart where no add-on installs it."""
+        args = DataPlaneStorageArgs(volumes=self.volumes(namespaces), service_account_namespaces=list(namespaces))
+        annotations = dict(getattr(self, "service_account_annotations"))
+        if annotations:
+            args["service_account_annotations"] = annotations
+        args.update(data_plane.csi_driver_args(None, getattr(self, "csi_charts")))
+        return args
