@@ -8,13 +8,14 @@ Plain mixins (no annotations: they add nothing to a served component's schema): 
 ``self.service_account_annotations`` and ``self.csi_charts``.
 """
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
 
 from ..component_args import Args
 from . import data_plane
 from .data_plane import DataPlaneStorageArgs, StorageVolumeArgs
+from .storage_backends import BucketBackend, CsiDriverChart, SharedFileSystemBackend
 
 
 def former_parent(opts: Optional[pulumi.ResourceOptions]) -> list[pulumi.Alias]:
@@ -27,41 +28,48 @@ def former_parent(opts: Optional[pulumi.ResourceOptions]) -> list[pulumi.Alias]:
 class FileSystemClaims:
     """The `DataPlaneStorage` side of a shared file-system component."""
 
+    if TYPE_CHECKING:  # set by the component; no runtime annotation (it would join the served schema)
+        backend: SharedFileSystemBackend
+
     def volume(self, namespace: str, claim: str, size: str, directory: str, keep: bool = False,
                create_claim: bool = True) -> StorageVolumeArgs:
         """A ``volumes`` entry: the claim ``namespace/claim`` of ``size`` bound to a static volume of ``directory``
         (``create_claim`` false: the volume alone, pre-bound for a claim a workload creates, e.g. a model cache).
         ``keep``: the claim outlives the stack (volumes always do)."""
-        backend: Any = getattr(self, "backend")
-        return data_plane.file_system_volume(backend, namespace, claim, size, directory, keep, create_claim)
+        return data_plane.file_system_volume(self.backend, namespace, claim, size, directory, keep, create_claim)
 
     def data_plane_args(self) -> DataPlaneStorageArgs:
         """``root_csi``/``root_mount_options`` (the directories Job creates every volume's directory through them)
         and the CSI driver the Kubernetes layer installs, if any: merge them into `DataPlaneStorage`'s args."""
-        backend: Any = getattr(self, "backend")
-        return DataPlaneStorageArgs(**data_plane.file_system_root(backend), **data_plane.csi_driver_args(backend))
+        return DataPlaneStorageArgs(**data_plane.file_system_root(self.backend),
+                                    **data_plane.csi_driver_args(self.backend))
 
 
 class BucketClaims:
     """The `DataPlaneStorage` side of a bucket-access component."""
 
+    if TYPE_CHECKING:  # set by the component; no runtime annotation (it would join the served schema)
+        namespaces: Optional[list[str]]  # None: any namespace (a driver-wide identity)
+        buckets: tuple[BucketBackend, ...]
+        service_account_annotations: dict[str, Any]
+        csi_charts: tuple[CsiDriverChart, ...]
+
     def volumes(self, namespaces: list[str]) -> list[StorageVolumeArgs]:
         """A ``volumes`` entry per bucket and namespace: the claim ``<name>`` bound to a static volume of the
-        bucket. ``namespaces`` must be ones the component granted (its ``namespaces``)."""
-        granted = getattr(self, "namespaces")
+        bucket. ``namespaces`` must be ones the component granted (its ``namespaces``, where the grant is per
+        namespace)."""
         for i, namespace in enumerate(namespaces):
-            if namespace not in granted:
-                Args(type(self).__name__, getattr(self, "_name", "")).fail(
+            if self.namespaces is not None and namespace not in self.namespaces:
+                Args(type(self).__name__, str(getattr(self, "_name", ""))).fail(
                     f"volumes(namespaces[{i}])", f"'{namespace}' was not granted the buckets (the component's "
-                                                 f"namespaces: {', '.join(granted)})")
-        return [data_plane.bucket_volume(bucket, ns) for ns in namespaces for bucket in getattr(self, "buckets")]
+                                                 f"namespaces: {', '.join(self.namespaces)})")
+        return [data_plane.bucket_volume(bucket, ns) for ns in namespaces for bucket in self.buckets]
 
     def data_plane_args(self, namespaces: list[str]) -> DataPlaneStorageArgs:
         """The buckets' ``volumes`` in ``namespaces``, their ``storage-access`` ServiceAccounts with the cloud
         identity's annotations, and the buckets' CSI driver chart where no add-on installs it."""
         args = DataPlaneStorageArgs(volumes=self.volumes(namespaces), service_account_namespaces=list(namespaces))
-        annotations = dict(getattr(self, "service_account_annotations"))
-        if annotations:
-            args["service_account_annotations"] = annotations
-        args.update(data_plane.csi_driver_args(None, getattr(self, "csi_charts")))
+        if self.service_account_annotations:
+            args["service_account_annotations"] = dict(self.service_account_annotations)
+        args.update(data_plane.csi_driver_args(None, self.csi_charts))
         return args

@@ -60,7 +60,8 @@ def _subnet_problem(cidr: str, size_gib: int) -> Optional[str]:
         return f"'{cidr}' is not a CIDR block such as 10.225.0.0/27"
     needed = so.amlfs_subnet_prefix(size_gib)
     if block.prefixlen > needed:
-        return f"a {size_gib // so.GIB_PER_TIB} TiB file system needs a /{needed} subnet at least, got /{block.prefixlen}"
+        return (f"a {size_gib // so.GIB_PER_TIB} TiB file system needs a /{needed} subnet at least, got "
+                f"/{block.prefixlen}")
     return None
 
 
