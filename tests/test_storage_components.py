@@ -16,9 +16,12 @@ from conftest import planned_stack
 
 from gpu_platform import plan, versions
 from gpu_platform.clouds.aws import EksBucketAccess, EksCluster, EksSharedFileSystem
+from gpu_platform.clouds.aws import storage_options as aws_options
 from gpu_platform.clouds.azure import AksBucketAccess, AksCluster, AksSharedFileSystem
 from gpu_platform.clouds.gcp import GkeBucketAccess, GkeCluster, GkeSharedFileSystem
 from gpu_platform.clouds.oci import OkeBucketAccess, OkeCluster, OkeSharedFileSystem
+from gpu_platform.clouds.oci import storage_options as oci_options
+from gpu_platform.clouds.oci.iam import compartment_scope
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
 from gpu_platform.pool_builder import gpu_pool, pool_args
@@ -293,3 +296,192 @@ def test_bucket_claims_only_in_granted_namespaces():
         made["access"].volumes(["product"])
     assert str(err.value) == ("GkeBucketAccess b: volumes(namespaces[0]): 'product' was not granted the buckets (the "
                               "component's namespaces: research)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Accepted means used: each argument reaches a resource (or the volumes DataPlaneStorage mounts)
+
+FSX, ADDON = "aws:fsx/lustreFileSystem:LustreFileSystem", "aws:eks/addon:Addon"
+SG, NODES_IN = "aws:ec2/securityGroup:SecurityGroup", "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+ROLE, ASSOCIATION = "aws:iam/role:Role", "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+AMLFS, SUBNET = "azure-native:storagecache:AmlFilesystem", "azure-native:network:Subnet"
+IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
+CREDENTIAL = "azure-native:managedidentity:FederatedIdentityCredential"
+ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+INSTANCE, MEMBER = "gcp:lustre/instance:Instance", "gcp:storage/bucketIAMMember:BucketIAMMember"
+FSS, TARGET, EXPORT = ("oci:FileStorage/fileSystem:FileSystem", "oci:FileStorage/mountTarget:MountTarget",
+                       "oci:FileStorage/export:Export")
+NSG = "oci:Core/networkSecurityGroup:NetworkSecurityGroup"
+QUOTA = "oci:FileStorage/fileSystemQuotaRule:FileSystemQuotaRule"
+POLICY = "oci:Identity/policy:Policy"
+
+BASE = {
+    EksSharedFileSystem: {"cluster_name": "c", "kubernetes_version": "1.34", "vpc_id": "vpc-1", "subnet_id": "subnet-1",
+                          "node_security_group_id": "sg-nodes", "size_gib": 1200},
+    EksBucketAccess: {"cluster_name": "c", "kubernetes_version": "1.34", "region": "us-west-2",
+                      "namespaces": ["research"], "buckets": [{"name": "data", "bucket": "acme-data"}]},
+    AksSharedFileSystem: {"resource_group_name": "rg", "location": "westeurope", "virtual_network_name": "vnet",
+                          "subnet_address_prefix": "10.225.0.0/27", "size_gib": 4096},
+    AksBucketAccess: {"resource_group_name": "rg", "location": "westeurope", "oidc_issuer_url": "https://issuer",
+                      "namespaces": ["research"],
+                      "buckets": [{"name": "data", "bucket": "data", "storage_account": "acmedata"}]},
+    GkeSharedFileSystem: {"project": "acme-ml", "zone": "us-central1-c", "network": "vpc", "size_gib": 9000},
+    GkeBucketAccess: {"project": "acme-ml", "namespaces": ["research"],
+                      "buckets": [{"name": "data", "bucket": "acme-data"}]},
+    OkeSharedFileSystem: {"compartment_id": COMPARTMENT, "availability_domain": "AD-1", "vcn_id": "vcn-1",
+                          "subnet_id": "subnet-1", "client_cidr": "10.0.16.0/20", "size_gib": 4096},
+    OkeBucketAccess: {"compartment_id": COMPARTMENT, "cluster_id": "ocid1.cluster.oc1..c", "region": "us-ashburn-1",
+                      "buckets": [{"name": "data", "bucket": "acme-data"}]},
+}
+
+
+def planned(component, **changes):
+    """The component alone with its base args and ``changes``: the recording and the component."""
+    made = {}
+    recording = run_program(lambda: made.setdefault("c", component("f", {**BASE[component], **changes})))
+    return recording, made["c"]
+
+
+def value(recording, type_, name, key):
+    """The input at dotted ``key`` of a registration; None when it or the resource is absent."""
+    found = [r for r in recording if (r.type, r.name) == (type_, name)]
+    inputs = found[0].inputs if found else None
+    for part in key.split("."):
+        if inputs is None:
+            return None
+        inputs = inputs[int(part)] if isinstance(inputs, list) else inputs.get(part)
+    return inputs
+
+
+@pytest.mark.parametrize(("component", "change", "type_", "name", "key", "expected"), [
+    (EksSharedFileSystem, {"cluster_name": "prod"}, ADDON, "f-aws-fsx-csi-driver", "clusterName", "prod"),
+    (EksSharedFileSystem, {"kubernetes_version": "1.35"}, ADDON, "f-aws-fsx-csi-driver", "addonVersion",
+     "v1.0.0-eksbuild.1-mock-k8s1.35"),
+    (EksSharedFileSystem, {"vpc_id": "vpc-2"}, SG, "f-fsx", "vpcId", "vpc-2"),
+    (EksSharedFileSystem, {"subnet_id": "subnet-2"}, FSX, "f-fsx", "subnetIds", "subnet-2"),
+    (EksSharedFileSystem, {"node_security_group_id": "sg-2"}, NODES_IN, "f-nodes-lustre-in-0", "securityGroupId",
+     "sg-2"),
+    (EksSharedFileSystem, {"size_gib": 4800}, FSX, "f-fsx", "storageCapacity", 4800),
+    (EksSharedFileSystem, {"throughput_per_tib": 500}, FSX, "f-fsx", "perUnitStorageThroughput", 500),
+    (EksSharedFileSystem, {"description": "FSx of prod"}, SG, "f-fsx", "description", "FSx of prod"),
+    (EksSharedFileSystem, {"tags": {"team": "ml"}}, FSX, "f-fsx", "tags", {"team": "ml", "Name": "f-fsx"}),
+    (EksBucketAccess, {"cluster_name": "prod"}, ASSOCIATION, "f-storage-access-research", "clusterName", "prod"),
+    (EksBucketAccess, {"kubernetes_version": "1.35"}, ADDON, "f-aws-mountpoint-s3-csi-driver", "addonVersion",
+     "v1.0.0-eksbuild.1-mock-k8s1.35"),
+    (EksBucketAccess, {"namespaces": ["research", "product"]}, ASSOCIATION, "f-storage-access-product", "namespace",
+     "product"),
+    (EksBucketAccess, {"description": "Buckets of prod"}, ROLE, "f-storage-access", "description", "Buckets of prod"),
+    (EksBucketAccess, {"tags": {"team": "ml"}}, ROLE, "f-storage-access", "tags", {"team": "ml"}),
+    (AksSharedFileSystem, {"resource_group_name": "rg2"}, AMLFS, "f-amlfs", "resourceGroupName", "rg2"),
+    (AksSharedFileSystem, {"location": "northeurope"}, AMLFS, "f-amlfs", "location", "northeurope"),
+    (AksSharedFileSystem, {"virtual_network_name": "vnet2"}, SUBNET, "f-lustre", "virtualNetworkName", "vnet2"),
+    (AksSharedFileSystem, {"subnet_address_prefix": "10.226.0.0/26"}, SUBNET, "f-lustre", "addressPrefix",
+     "10.226.0.0/26"),
+    (AksSharedFileSystem, {"size_gib": 8192}, AMLFS, "f-amlfs", "storageCapacityTiB", 8.0),
+    (AksSharedFileSystem, {"throughput_per_tib": 250, "size_gib": 8192}, AMLFS, "f-amlfs", "sku.name",
+     "AMLFS-Durable-Premium-250"),
+    (AksSharedFileSystem, {"zone": "3"}, AMLFS, "f-amlfs", "zones", ["3"]),
+    (AksSharedFileSystem, {"tags": {"team": "ml"}}, AMLFS, "f-amlfs", "tags", {"team": "ml"}),
+    (AksBucketAccess, {"resource_group_name": "rg2"}, IDENTITY, "f-storage-access", "resourceGroupName", "rg2"),
+    (AksBucketAccess, {"location": "northeurope"}, IDENTITY, "f-storage-access", "location", "northeurope"),
+    (AksBucketAccess, {"oidc_issuer_url": "https://other"}, CREDENTIAL, "f-storage-access-research", "issuer",
+     "https://other"),
+    (AksBucketAccess, {"namespaces": ["product"]}, CREDENTIAL, "f-storage-access-product", "subject",
+     "system:serviceaccount:product:storage-access"),
+    (AksBucketAccess, {"storage_resource_group": "data"}, ASSIGNMENT, "f-data-blob", "scope",
+     "/subscriptions/00000000-0000-0000-0000-000000000003/resourceGroups/data/providers/Microsoft.Storage/"
+     "storageAccounts/acmedata/blobServices/default/containers/data"),
+    (AksBucketAccess, {"tags": {"team": "ml"}}, IDENTITY, "f-storage-access", "tags", {"team": "ml"}),
+    (GkeSharedFileSystem, {"project": "other"}, INSTANCE, "f-lustre", "project", "other"),
+    (GkeSharedFileSystem, {"zone": "us-east4-a"}, INSTANCE, "f-lustre", "location", "us-east4-a"),
+    (GkeSharedFileSystem, {"network": "shared"}, INSTANCE, "f-lustre", "network",
+     "projects/acme-ml/global/networks/shared"),
+    (GkeSharedFileSystem, {"network_id": "projects/acme-ml/global/networks/vpc"},
+     "gcp:compute/globalAddress:GlobalAddress", "f-lustre-range", "network", "projects/acme-ml/global/networks/vpc"),
+    (GkeSharedFileSystem, {"size_gib": 18000}, INSTANCE, "f-lustre", "capacityGib", "18000"),
+    (GkeSharedFileSystem, {"throughput_per_tib": 500, "size_gib": 18000}, INSTANCE, "f-lustre",
+     "perUnitStorageThroughput", "500"),
+    (GkeSharedFileSystem, {"filesystem": "data"}, INSTANCE, "f-lustre", "filesystem", "data"),
+    (GkeSharedFileSystem, {"description": "Lustre of prod"}, INSTANCE, "f-lustre", "description", "Lustre of prod"),
+    (GkeBucketAccess, {"project": "other"}, MEMBER, "f-data-research", "member",
+     "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/other.svc.id.goog/"
+     "subject/ns/research/sa/storage-access"),
+    (GkeBucketAccess, {"namespaces": ["product"]}, MEMBER, "f-data-product", "bucket", "acme-data"),
+    (GkeBucketAccess, {"buckets": [{"name": "data", "bucket": "acme-data", "read_only": False}]}, MEMBER,
+     "f-data-research", "role", "roles/storage.objectUser"),
+    (OkeSharedFileSystem, {"compartment_id": "ocid1.compartment.oc1..other"}, FSS, "f-fss", "compartmentId",
+     "ocid1.compartment.oc1..other"),
+    (OkeSharedFileSystem, {"availability_domain": "AD-2"}, TARGET, "f-fss", "availabilityDomain", "AD-2"),
+    (OkeSharedFileSystem, {"vcn_id": "vcn-2"}, NSG, "f-fss", "vcnId", "vcn-2"),
+    (OkeSharedFileSystem, {"subnet_id": "subnet-2"}, TARGET, "f-fss", "subnetId", "subnet-2"),
+    (OkeSharedFileSystem, {"client_cidr": "10.1.0.0/16"}, EXPORT, "f-fss", "exportOptions.0.source", "10.1.0.0/16"),
+    (OkeSharedFileSystem, {"size_gib": 8192}, QUOTA, "f-fss-size", "quotaLimitInGigabytes", 8192),
+    (OkeBucketAccess, {"compartment_id": "ocid1.compartment.oc1..other"}, POLICY, "f-buckets", "compartmentId",
+     "ocid1.compartment.oc1..other"),
+    (OkeBucketAccess, {"description": "Buckets of prod"}, POLICY, "f-buckets", "description", "Buckets of prod"),
+    (OkeBucketAccess, {"cluster_id": "ocid1.cluster.oc1..d"}, POLICY, "f-buckets", "statements",
+     oci_options.bucket_policy_statements(compartment_scope(COMPARTMENT), "ocid1.cluster.oc1..d",
+                                          [("acme-data", True)])),
+    (OkeBucketAccess, {"buckets": [{"name": "data", "bucket": "other", "read_only": False}]}, POLICY, "f-buckets",
+     "statements", oci_options.bucket_policy_statements(compartment_scope(COMPARTMENT), "ocid1.cluster.oc1..c",
+                                                        [("other", False)])),
+    (EksBucketAccess, {"buckets": [{"name": "data", "bucket": "other-data", "read_only": False}]},
+     "aws:iam/rolePolicy:RolePolicy", "f-storage-access-buckets", "policy",
+     aws_options.bucket_policy([("other-data", False)], "aws")),
+])
+def test_each_argument_reaches_its_resource(component, change, type_, name, key, expected):
+    before, _ = planned(component)
+    after, _ = planned(component, **change)
+    assert value(after, type_, name, key) == expected
+    assert value(before, type_, name, key) != expected
+
+
+def test_what_reaches_the_volumes_dataplanestorage_mounts():
+    # EksBucketAccess.region: Mountpoint's region mount option; OkeBucketAccess.region and pools: the rclone
+    # chart's workload-identity region and its node plugin's tolerations (GPU taints, OKE's preemptible one).
+    _, access = planned(EksBucketAccess, region="eu-west-1")
+    assert access.volumes(["research"])[0]["mount_options"][0] == "region eu-west-1"
+    _, plain = planned(OkeBucketAccess)
+    _, spot = planned(OkeBucketAccess, region="us-phoenix-1",
+                      pools=[gpu_pool("oci", {"name": "spot", "instanceType": "VM.GPU.A10.1", "minNodes": 0,
+                                              "maxNodes": 2, "spot": True}).spec()])
+    (before,), (after,) = plain.data_plane_args(["research"])["csi_charts"], spot.data_plane_args(["research"])[
+        "csi_charts"]
+    assert before == {"name": "csi-rclone", "values": oci_options.rclone_chart_values(
+        "us-ashburn-1", oci_options.node_plugin_tolerations([], False))}
+    assert after == {"name": "csi-rclone", "values": oci_options.rclone_chart_values(
+        "us-phoenix-1", oci_options.node_plugin_tolerations(
+            [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}], True))}
+
+
+@pytest.mark.parametrize(("component", "change", "message"), [
+    (EksSharedFileSystem, {"size_gib": 1000},
+     "size_gib: 1000 is no FSx for Lustre PERSISTENT_2 capacity: 1200, 2400 or a multiple of 2400 GiB (nearest: 1200 "
+     "or 2400)"),
+    (EksSharedFileSystem, {"throughput_per_tib": 200}, "throughput_per_tib: '200' is not one of 125, 250, 500, 1000"),
+    (EksBucketAccess, {"buckets": [{"name": "data", "bucket": "Acme_Data"}]},
+     "buckets[0].bucket: 'Acme_Data' is not an S3 bucket name"),
+    (EksBucketAccess, {"buckets": [{"name": "data", "bucket": "acme-data", "storage_account": "acme"}]},
+     "buckets[0].storage_account: names an Azure storage account; only Azure takes it"),
+    (EksBucketAccess, {"buckets": [{"name": "data", "bucket": "a-1"}, {"name": "data", "bucket": "a-2"}]},
+     "buckets[1]: duplicate bucket claim name 'data' (also buckets[0])"),
+    (EksBucketAccess, {"buckets": []}, "buckets: must list at least one bucket"),
+    (GkeBucketAccess, {"buckets": [{"name": "data", "bucket": "acme-data", "profile": "archive"}]},
+     "buckets[0].profile: 'archive' is not one of training, checkpoint, serving"),
+    (AksBucketAccess, {"buckets": [{"name": "data", "bucket": "data"}]},
+     "buckets[0].storage_account: is required on Azure (the container's storage account)"),
+    (AksSharedFileSystem, {"size_gib": 4000}, "size_gib: Azure Managed Lustre is sized in whole TiB (multiples of "
+                                              "1024 GiB), got 4000"),
+    (AksSharedFileSystem, {"throughput_per_tib": 1000}, "throughput_per_tib: Azure Managed Lustre sells 125, 250, 500 "
+                                                        "MB/s per TiB here, not 1000"),
+    (AksSharedFileSystem, {"size_gib": 40960, "subnet_address_prefix": "10.225.0.0/27"},
+     "subnet_address_prefix: a 40 TiB file system needs a /26 subnet at least, got /27"),
+    (GkeSharedFileSystem, {"size_gib": 10000}, "size_gib: the 1000 MB/s/TiB tier of Managed Lustre grows in steps of "
+                                               "9000 GiB at this size; use 9000 or 18000"),
+    (GkeSharedFileSystem, {"zone": "us-central1"}, "zone: 'us-central1' is not a zone such as us-central1-c"),
+    (OkeSharedFileSystem, {"size_gib": 0}, "size_gib: must be >= 1, got 0"),
+])
+def test_bad_arguments_are_one_line_before_anything_is_registered(component, change, message):
+    error, registered = refusal(lambda: component("f", {**BASE[component], **change}))
+    assert error.startswith(f"{component.__name__} f: {message}")
+    assert registered == []
