@@ -7,6 +7,7 @@ names and inputs, and aliases each to the URN it had as a child of the cluster (
 """
 
 import json
+import re
 from pathlib import Path
 
 import pulumi
@@ -485,3 +486,17 @@ def test_bad_arguments_are_one_line_before_anything_is_registered(component, cha
     error, registered = refusal(lambda: component("f", {**BASE[component], **change}))
     assert error.startswith(f"{component.__name__} f: {message}")
     assert registered == []
+
+
+def test_the_documented_aws_example_runs():
+    text = (Path(__file__).resolve().parent.parent / "docs" / "storage.md").read_text()
+    source = re.search(r"### AWS\n\n```python\n(.*?)```", text, re.DOTALL).group(1)
+    recording = run_program(lambda: exec(source, {}))
+    assert value(recording, FSX, "prod-fsx", "storageCapacity") == 2400
+    assert value(recording, FSX, "prod-fsx", "subnetIds") == "subnet-prod-private-us-west-2b"
+    assert sorted((r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"], r.inputs["spec"]["resources"])
+                  for r in recording.of_type("kubernetes:core/v1:PersistentVolumeClaim")) == [
+        ("gpu-storage", "shared-file-system-root", {"requests": {"storage": "1Gi"}}),  # the directories Job's
+        ("research", "datasets", {"requests": {"storage": "1Gi"}}),
+        ("research", "research-checkpoints", {"requests": {"storage": "1023Gi"}}),
+        ("research", "research-datasets", {"requests": {"storage": "1023Gi"}})]
