@@ -500,3 +500,33 @@ def test_the_documented_aws_example_runs():
         ("research", "datasets", {"requests": {"storage": "1Gi"}}),
         ("research", "research-checkpoints", {"requests": {"storage": "1023Gi"}}),
         ("research", "research-datasets", {"requests": {"storage": "1023Gi"}})]
+
+
+def test_gpu_platform_diff_pairs_a_moved_resource_with_its_former_urn():
+    from gpu_platform.upgrades.plan_diff import ADDED, CHANGED, REMOVED, diff_plans, read_plan
+
+    old_urn = ("urn:pulumi:s::gpu-platform::gpuplatform:index:EksCluster$aws:fsx/lustreFileSystem:LustreFileSystem::"
+               "s-fsx")
+    new_urn = ("urn:pulumi:s::gpu-platform::gpuplatform:index:EksSharedFileSystem$aws:fsx/lustreFileSystem:"
+               "LustreFileSystem::s-fsx")
+    fsx = {"type": FSX, "name": "s-fsx", "custom": True, "inputs": {"storageCapacity": 2400}}
+    old = read_plan({"stack": "s", "resources": [{**fsx, "urn": old_urn}]}, "old")
+    new = read_plan({"stack": "s", "resources": [{**fsx, "urn": new_urn, "aliases": [old_urn]}]}, "new")
+    (change,) = diff_plans(old, new).changes
+    assert (change.action, change.urn, change.old_urn, change.verdict.disruptive, change.verdict.reasons) == (
+        CHANGED, new_urn, old_urn, False, ("moves to a new URN its alias adopts: nothing is replaced",))
+    # Without the alias the same plans say the file system is deleted (its data with it) and created again.
+    unaliased = read_plan({"stack": "s", "resources": [{**fsx, "urn": new_urn}]}, "new")
+    assert [(c.action, c.verdict.disruptive) for c in diff_plans(old, unaliased).changes] == [
+        (REMOVED, True), (ADDED, False)]
+
+
+def test_the_plan_records_the_aliases_of_moved_resources_only():
+    resources = plan.plan_json(planned_stack("aws-dev"))["resources"]
+    fsx = next(r for r in resources if r["type"] == FSX)
+    assert fsx["aliases"] == [
+        "urn:pulumi:aws-dev::gpu-platform::gpuplatform:index:EksCluster$aws:fsx/lustreFileSystem:LustreFileSystem::"
+        "aws-dev-fsx"]
+    assert {r["name"] for r in resources if "aliases" in r} == {
+        r.name for r in planned_stack("aws-dev").recording if r.parent.split("::")[2].split("$")[-1] in (
+            "gpuplatform:index:EksSharedFileSystem", "gpuplatform:index:EksBucketAccess")}
