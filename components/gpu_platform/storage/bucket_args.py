@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from typing_extensions import Required
 
-from ..component_args import DNS_LABEL, Rule, choice
+from ..component_args import DNS_LABEL, Args, Rule, choice
 from .storage_config import BUCKET_NAMES, BUCKET_PROFILES, STORAGE_ACCOUNT, BucketConfig
 
 
@@ -69,3 +69,14 @@ def check_buckets(checker: Any, buckets: list[dict[str, Any]], cloud: str, path:
             checker.fail(f"{path}[{i}].storage_account", "is required on Azure (the container's storage account)")
         if cloud != "azure" and "storage_account" in bucket:
             checker.fail(f"{path}[{i}].storage_account", "names an Azure storage account; only Azure takes it")
+
+
+def checked_bucket_access(component: str, name: str, cloud: str, args: Any, schema: type) -> dict[str, Any]:
+    """A bucket-access component's args checked (one line naming the component and the argument): its TypedDict,
+    the cloud's bucket rules, `check_buckets`, and distinct ``namespaces`` where it takes them."""
+    checker = Args(component, name, cloud=cloud)
+    checked = checker.check(args, schema, {"namespaces[]": DNS_LABEL, **bucket_rules(cloud)})
+    check_buckets(checker, checked["buckets"], cloud)
+    if "namespaces" in checked:
+        checker.unique(checked["namespaces"], "namespaces", "namespace")
+    return checked

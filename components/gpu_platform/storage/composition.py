@@ -25,6 +25,17 @@ def former_parent(opts: Optional[pulumi.ResourceOptions]) -> list[pulumi.Alias]:
     return [pulumi.Alias(parent=opts.parent)] if opts is not None and opts.parent is not None else []
 
 
+STACK_KEYS = {"sizeGiB": "size_gib", "throughputPerTiB": "throughput_per_tib"}
+"""The component argument of each ``storage.sharedFileSystem`` key a cloud's capacity rule names."""
+
+
+def check_capacity(checker: Args, problem: Optional[tuple[str, str]]) -> None:
+    """Refuse a file system a cloud's capacity rule (``(stack key, why)`` or None) finds unsellable, naming the
+    component's argument instead of the stack key."""
+    if problem is not None:
+        checker.fail(STACK_KEYS[problem[0]], problem[1])
+
+
 class FileSystemClaims:
     """The `DataPlaneStorage` side of a shared file-system component."""
 

@@ -13,10 +13,10 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import Required
 
-from ...component_args import DNS_LABEL, KUBERNETES_VERSION, Args, Rule, choice
+from ...component_args import KUBERNETES_VERSION, Args, Rule, choice
 from ...kubernetes_base.common import child_opts
 from ...security.pod_security import RUN_AS_ID
-from ...storage.bucket_args import BucketArgs, bucket_configs, bucket_rules, check_buckets
+from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
 from ...storage.composition import BucketClaims, FileSystemClaims, former_parent
 from ...storage.storage_backends import STORAGE_SERVICE_ACCOUNT, BucketBackend, SharedFileSystemBackend
 from . import storage_options as so
@@ -163,10 +163,6 @@ class EksBucketAccessArgs(TypedDict, total=False):
     """Tags of every resource."""
 
 
-def _bucket_access_rules() -> dict[str, Rule]:
-    return {"kubernetes_version": KUBERNETES_VERSION, "namespaces[]": DNS_LABEL, **bucket_rules("aws")}
-
-
 class EksBucketAccess(BucketClaims, pulumi.ComponentResource):
     """Mountpoint for S3 with pod-level credentials: the ``aws-mountpoint-s3-csi-driver`` add-on, one IAM role whose
     policy names exactly the buckets, trusted by EKS Pod Identity for ``storage-access`` in ``namespaces`` only,
@@ -181,10 +177,7 @@ class EksBucketAccess(BucketClaims, pulumi.ComponentResource):
     role_arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: EksBucketAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        checker = Args("EksBucketAccess", name, cloud="aws")
-        args = checker.check(args, EksBucketAccessArgs, _bucket_access_rules())  # type: ignore[assignment]
-        check_buckets(checker, args["buckets"], "aws")  # type: ignore[arg-type]
-        checker.unique(args["namespaces"], "namespaces", "namespace")
+        args = checked_bucket_access("EksBucketAccess", name, "aws", args, EksBucketAccessArgs)  # type: ignore
         super().__init__("gpuplatform:index:EksBucketAccess", name, {}, opts)
         child = child_opts(self, opts, aliases=former_parent(opts))
         tags = dict(args.get("tags", {}))

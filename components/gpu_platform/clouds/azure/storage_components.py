@@ -15,11 +15,11 @@ import pulumi
 from pulumi_azure_native import authorization, managedidentity, network, storagecache
 from typing_extensions import Required
 
-from ...component_args import DNS_LABEL, Args, choice
+from ...component_args import Args, choice
 from ...kubernetes_base.common import child_opts
 from ...labels import AZURE_WORKLOAD_IDENTITY_CLIENT_ID_ANNOTATION, AZURE_WORKLOAD_IDENTITY_USE_LABEL
-from ...storage.bucket_args import BucketArgs, bucket_configs, bucket_rules, check_buckets
-from ...storage.composition import BucketClaims, FileSystemClaims, former_parent
+from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
+from ...storage.composition import BucketClaims, FileSystemClaims, check_capacity, former_parent
 from ...storage.storage_backends import BucketBackend, CsiDriverManifests, SharedFileSystemBackend
 from . import storage_options as so
 
@@ -44,13 +44,6 @@ class AksSharedFileSystemArgs(TypedDict, total=False):
     """The availability zone (``1``, ``2``, ``3``) of the nodes that read most. Default: none."""
     tags: dict[str, str]
     """Tags of the file system."""
-
-
-def _capacity_problem(args: dict[str, Any]) -> Optional[tuple[str, str]]:
-    problem = so.amlfs_capacity_problem(args["size_gib"], args.get("throughput_per_tib"))
-    if problem is None:
-        return None
-    return ("size_gib" if problem[0] == "sizeGiB" else "throughput_per_tib"), problem[1]
 
 
 def _subnet_problem(cidr: str, size_gib: int) -> Optional[str]:
@@ -80,9 +73,7 @@ class AksSharedFileSystem(FileSystemClaims, pulumi.ComponentResource):
     def __init__(self, name: str, args: AksSharedFileSystemArgs, opts: Optional[pulumi.ResourceOptions] = None):
         checker = Args("AksSharedFileSystem", name, cloud="azure")
         args = checker.check(args, AksSharedFileSystemArgs, {"zone": choice("1", "2", "3")})  # type: ignore
-        problem = _capacity_problem(args)  # type: ignore[arg-type]
-        if problem is not None:
-            checker.fail(*problem)
+        check_capacity(checker, so.amlfs_capacity_problem(args["size_gib"], args.get("throughput_per_tib")))
         subnet_problem = _subnet_problem(args["subnet_address_prefix"], args["size_gib"])
         if subnet_problem is not None:
             checker.fail("subnet_address_prefix", subnet_problem)
@@ -150,11 +141,7 @@ class AksBucketAccess(BucketClaims, pulumi.ComponentResource):
     client_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: AksBucketAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        checker = Args("AksBucketAccess", name, cloud="azure")
-        args = checker.check(args, AksBucketAccessArgs,  # type: ignore[assignment]
-                             {"namespaces[]": DNS_LABEL, **bucket_rules("azure")})
-        check_buckets(checker, args["buckets"], "azure")  # type: ignore[arg-type]
-        checker.unique(args["namespaces"], "namespaces", "namespace")
+        args = checked_bucket_access("AksBucketAccess", name, "azure", args, AksBucketAccessArgs)  # type: ignore
         super().__init__("gpuplatform:index:AksBucketAccess", name, {}, opts)
         aliases = former_parent(opts)
         group = args["resource_group_name"]

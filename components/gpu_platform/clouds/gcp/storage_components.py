@@ -14,11 +14,11 @@ import pulumi
 import pulumi_gcp as gcp
 from typing_extensions import Required
 
-from ...component_args import DNS_LABEL, Args, matching
+from ...component_args import Args, matching
 from ...kubernetes_base.common import child_opts
 from ...labels import GKE_GCSFUSE_VOLUMES_ANNOTATION
-from ...storage.bucket_args import BucketArgs, bucket_configs, bucket_rules, check_buckets
-from ...storage.composition import BucketClaims, FileSystemClaims, former_parent
+from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
+from ...storage.composition import BucketClaims, FileSystemClaims, check_capacity, former_parent
 from ...storage.storage_backends import BucketBackend, SharedFileSystemBackend
 from . import options as gcp_options
 from . import pools as gcp_pools
@@ -84,9 +84,7 @@ class GkeSharedFileSystem(FileSystemClaims, pulumi.ComponentResource):
         args = checker.check(args, GkeSharedFileSystemArgs,  # type: ignore[assignment]
                              {"zone": matching(gcp_options.ZONE.pattern.strip("^$"), "a zone such as us-central1-c"),
                               "filesystem": FILESYSTEM})
-        problem = so.lustre_capacity_problem(args["size_gib"], args.get("throughput_per_tib"))
-        if problem is not None:
-            checker.fail("size_gib" if problem[0] == "sizeGiB" else "throughput_per_tib", problem[1])
+        check_capacity(checker, so.lustre_capacity_problem(args["size_gib"], args.get("throughput_per_tib")))
         super().__init__("gpuplatform:index:GkeSharedFileSystem", name, {}, opts)
         aliases = former_parent(opts)
         tier = so.lustre_tier(args.get("throughput_per_tib"))
@@ -165,11 +163,7 @@ class GkeBucketAccess(BucketClaims, pulumi.ComponentResource):
     ``buckets`` are the `BucketBackend`s `DataPlaneStorage` mounts (pods carry ``gke-gcsfuse/volumes: "true"``)."""
 
     def __init__(self, name: str, args: GkeBucketAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        checker = Args("GkeBucketAccess", name, cloud="gcp")
-        args = checker.check(args, GkeBucketAccessArgs,  # type: ignore[assignment]
-                             {"namespaces[]": DNS_LABEL, **bucket_rules("gcp")})
-        check_buckets(checker, args["buckets"], "gcp")  # type: ignore[arg-type]
-        checker.unique(args["namespaces"], "namespaces", "namespace")
+        args = checked_bucket_access("GkeBucketAccess", name, "gcp", args, GkeBucketAccessArgs)  # type: ignore
         super().__init__("gpuplatform:index:GkeBucketAccess", name, {}, opts)
         project = pulumi.Output.from_input(args["project"])
         number = gcp.organizations.get_project_output(project_id=project,

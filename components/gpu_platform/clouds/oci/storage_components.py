@@ -17,7 +17,7 @@ from typing_extensions import Required
 from ...component_args import Args, at_least
 from ...kubernetes_base.common import all_pool_tolerations, check_pool_set, child_opts, pools_of
 from ...pools import GpuPoolSpec
-from ...storage.bucket_args import BucketArgs, bucket_configs, bucket_rules, check_buckets
+from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
 from ...storage.composition import BucketClaims, FileSystemClaims, former_parent
 from ...storage.storage_backends import BucketBackend, CsiDriverChart, SharedFileSystemBackend
 from . import storage_options as so
@@ -131,10 +131,8 @@ class OkeBucketAccess(BucketClaims, pulumi.ComponentResource):
     policy: oci.identity.Policy
 
     def __init__(self, name: str, args: OkeBucketAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        checker = Args("OkeBucketAccess", name, cloud="oci")
-        args = checker.check(args, OkeBucketAccessArgs, bucket_rules("oci"))  # type: ignore[assignment]
-        check_buckets(checker, args["buckets"], "oci")  # type: ignore[arg-type]
-        check_pool_set(checker, args.get("pools", []))
+        args = checked_bucket_access("OkeBucketAccess", name, "oci", args, OkeBucketAccessArgs)  # type: ignore
+        check_pool_set(Args("OkeBucketAccess", name, cloud="oci"), args.get("pools", []))
         super().__init__("gpuplatform:index:OkeBucketAccess", name, {}, opts)
         buckets = bucket_configs(args["buckets"])  # type: ignore[arg-type]
         compartment, region = args["compartment_id"], args["region"]
