@@ -236,7 +236,7 @@ def plan_json(plan: StackPlan) -> dict:
         "kubernetesVersion": plan.config.kubernetes_version,
         "resources": [
             {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom,
-             "protect": r.protect, "inputs": r.inputs}
+             "protect": r.protect, "inputs": r.inputs, **_moved_from(r)}
             for r in plan.recording
         ],
     }
@@ -257,6 +257,14 @@ OFFLINE_OUTPUTS_NOTE = "offline stand-ins (gpu_platform.testing.offline_stack_ou
 def stack_references(recording: Recording) -> list[Registration]:
     """The `pulumi.StackReference` reads of a run (answered with `testing.offline_stack_outputs`)."""
     return [r for r in getattr(recording, "reads", []) if r.type == "pulumi:pulumi:StackReference"]
+
+
+def _moved_from(registration: Any) -> dict[str, list[str]]:
+    """``aliases``: the former URNs of a custom resource that moved (another parent or name, same type), which
+    ``gpu-platform diff`` pairs it with; absent otherwise. The providers' own aliases of versioned types are left
+    out: they name no URN an earlier plan had."""
+    same_type = [a for a in registration.aliases if a.split("::")[2].split("$")[-1] == registration.type]
+    return {"aliases": same_type} if same_type and registration.custom else {}
 
 
 def write_plan(plan: StackPlan, out_dir: Path) -> Path:

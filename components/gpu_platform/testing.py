@@ -442,6 +442,8 @@ class Registration:
     ignore_changes: list[str] = field(default_factory=list)
     replace_on_changes: list[str] = field(default_factory=list)
     additional_secret_outputs: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    """The URNs the resource's aliases name (a resource registered under one of them before is adopted)."""
 
     @property
     def parent_name(self) -> str:
@@ -638,6 +640,19 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
         self.resources[urn] = pulumi_mocks_module.MockMonitor.ResourceRegistration(urn, resource_id, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=obj)
 
+    def _alias_urns(self, request) -> list[str]:
+        """The URN of each alias of a registration, as this monitor makes URNs (the alias's parent, type and name,
+        each defaulting to the registration's own)."""
+        urns = list(request.aliasURNs)
+        for alias in request.aliases:
+            if alias.urn:
+                urns.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            urns.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return urns
+
     def RegisterResource(self, request):
         self._tap.seen.inputs = None
         response = self._register_plain(request) if _loop_runs_here() else None
@@ -656,6 +671,7 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
                 ignore_changes=list(request.ignoreChanges),
                 replace_on_changes=list(request.replaceOnChanges),
                 additional_secret_outputs=sorted(set(request.additionalSecretOutputs)),
+                aliases=self._alias_urns(request),
             ))
         return response
 
