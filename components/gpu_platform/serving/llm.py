@@ -40,7 +40,7 @@ from ..pools import GpuPool, GpuPoolSpec
 from ..storage import storage_objects
 from . import llm_config, llm_models
 from . import llm_objects as objects
-from .gateway import route_rules
+from .gateway import check_route, route_rules
 from .gateway_objects import GatewayRouteArgs, RouteTarget
 
 
@@ -198,6 +198,13 @@ def checked_args(name: str, args: LlmServiceArgs) -> dict[str, Any]:
         if key in checked.get("route", {}):
             checker.fail(f"route.{key}", "the LLM route takes none: requests are small, answers stream (bound them "
                                          "with route.request_timeout)")
+    if "route" in checked:
+        route = checked["route"]
+        if route.get("inference_pool") is False:
+            checker.fail("route.inference_pool", f"the InferenceGateway '{route['gateway_namespace']}/"
+                                                 f"{route['gateway_name']}' has no inference pool to route the "
+                                                 "LlmService's InferencePool through: give it inference_pool: true")
+        check_route(checker, route)
     pool = GpuPool.from_spec(checked["pool"])
     problem = llm_config.pool_problem(_as_config(checked), pool)
     if problem is not None:

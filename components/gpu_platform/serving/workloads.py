@@ -44,7 +44,7 @@ from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from ..storage import storage_objects
 from . import inference_objects as objects
-from .gateway import route_rules
+from .gateway import check_route, route_rules
 from .gateway_objects import GatewayRouteArgs, RouteTarget
 
 
@@ -175,6 +175,8 @@ def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
     for key in ("max_request_body_size", "rate_limit_per_minute"):
         if route.get(key) is not None and route.get("implementation") != "envoy-gateway":
             checker.fail(f"route.{key}", "takes effect only with Envoy Gateway (GKE's Gateway has no such limit)")
+    if route:
+        check_route(checker, route)
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("service_monitor")),
                   "with service_monitor: true")
     vendor = catalog.vendor_of(checked["pool"].get("gpu_model", ""))
