@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog, versions
-from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args, choice
+from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args, KeywordArgs, choice
 from ..config_model import DEFAULT_KUBERNETES_VERSION, NodePoolConfig
 from ..errors import ConfigError
 from ..kubernetes_base.common import check_pool_set, checked_cloud, child_opts, helm_release, pools_of, refuse_unless
@@ -126,7 +126,7 @@ def _check_pool_software(checker: Args, cloud: str, mode: str, pools: list[GpuPo
                      err.problem.replace("gpuSoftware", "gpu_software").replace("nodePools", "pools"))
 
 
-class NvidiaGpuStack(pulumi.ComponentResource):
+class NvidiaGpuStack(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The GPU Operator or the device plugin with GFD and NFD, GPU sharing configs, DCGM exporter, HAMi, and NVIDIA's
     DRA driver for the pools whose GPUs are allocated through DRA."""
 

@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import labels, versions
-from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, at_least, between, choice
+from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, KeywordArgs, at_least, between, choice
 from ..kubernetes_base.common import HTTP_URL, check_pool_set, child_opts, pools_of, refuse_unless, register_body
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPoolSpec
@@ -169,7 +169,7 @@ def spec_from_args(args: GpuHealthArgs, name: str = "health") -> objects.HealthS
     return spec
 
 
-class GpuHealth(pulumi.ComponentResource):
+class GpuHealth(pulumi.ComponentResource, metaclass=KeywordArgs):
     """node-problem-detector, active checks and the remediation controller (see the module docstring).
 
     Attributes: ``spec`` (the decided `HealthSpec`), ``namespace``, ``remediation`` (the controller's Deployment),

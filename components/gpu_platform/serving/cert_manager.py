@@ -27,7 +27,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import versions
-from ..component_args import DNS_LABEL, Args, matching
+from ..component_args import DNS_LABEL, Args, KeywordArgs, matching
 from ..kubernetes_base.common import child_opts, helm_release, metadata, refuse_unless
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..security import namespace_security
@@ -162,7 +162,7 @@ def cert_manager_args(config: Any, amd: bool, amd_stack: str, gateway_name: str,
     return args
 
 
-class CertManager(pulumi.ComponentResource):
+class CertManager(pulumi.ComponentResource, metaclass=KeywordArgs):
     """cert-manager (pinned chart, CRDs included) in a ``restricted`` namespace, with the platform's ClusterIssuers.
 
     Attributes: ``release`` (depend on it before creating cert-manager objects), ``namespace``, ``cluster_issuer``

@@ -27,7 +27,7 @@ from typing_extensions import Required
 
 from .. import catalog, versions
 from ..cidrs import CidrRule
-from ..component_args import DNS_LABEL, Args, Rule, at_least, choice, cidr, matching
+from ..component_args import DNS_LABEL, Args, KeywordArgs, Rule, at_least, choice, cidr, matching
 from ..fields import HOST_NAME
 from ..kubernetes_base.common import checked_cloud, child_opts, helm_release, refuse_unless
 from ..kubernetes_base.custom_object import KubernetesObject
@@ -154,7 +154,7 @@ def gateway_args(config: Any, cluster_outputs: dict[str, Any]) -> InferenceGatew
     return args
 
 
-class InferenceGateway(pulumi.ComponentResource):
+class InferenceGateway(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The stack's Gateway and, off GKE, the Envoy Gateway that implements it (see the module docstring).
 
     Attributes (plain values a service's route is built from): ``gateway_name``, ``gateway_namespace``,

@@ -26,6 +26,7 @@ from ..component_args import (
     NON_EMPTY,
     STORAGE_QUANTITY,
     Args,
+    KeywordArgs,
     at_least,
     between,
     choice,
@@ -282,7 +283,7 @@ def gke_installs_inference_pool(config: PlatformConfig) -> bool:
 
 
 
-class LlmService(pulumi.ComponentResource):
+class LlmService(pulumi.ComponentResource, metaclass=KeywordArgs):
     """vLLM on a GPU pool behind an InferencePool, its endpoint picker and an HTTPRoute (see the module docstring).
 
     Attributes: ``spec`` (the decided `LlmSpec`), ``deployment``, ``service``, ``inference_pool``, ``picker``

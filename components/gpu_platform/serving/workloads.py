@@ -34,6 +34,7 @@ from ..component_args import (
     NON_EMPTY,
     STORAGE_QUANTITY,
     Args,
+    KeywordArgs,
     at_least,
     choice,
     matching,
@@ -246,7 +247,7 @@ def _custom(resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptio
                                             metadata=body["metadata"], spec=body["spec"], opts=opts)
 
 
-class InferenceService(pulumi.ComponentResource):
+class InferenceService(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The sentiment-analysis service on a GPU pool, autoscaled on its queue depth (see the module docstring).
 
     Attributes: ``spec`` (the decided `InferenceSpec`), ``deployment``, ``service``, ``autoscaler`` (ScaledObject,

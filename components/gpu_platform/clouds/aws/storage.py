@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 import pulumi
-import pulumi_aws as aws
 
 from ...config_model import PlatformConfig
 from ...security.pod_security import RUN_AS_ID
@@ -20,7 +19,13 @@ from ...storage.storage_backends import (
     StorageBackends,
     bucket_namespaces,
 )
+from .. import missing_extra
 from . import storage_options as so
+
+try:
+    import pulumi_aws as aws
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 def file_system_placement(config: PlatformConfig, vpc_zones: Sequence[str],

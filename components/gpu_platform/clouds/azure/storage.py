@@ -16,7 +16,6 @@ released chart, so the backend names its pinned upstream manifests for the Kuber
 from typing import Any, Optional
 
 import pulumi
-from pulumi_azure_native import authorization, managedidentity, network, storagecache
 
 from ...config_model import PlatformConfig
 from ...kubernetes_base.common import child_opts
@@ -28,8 +27,14 @@ from ...storage.storage_backends import (
     StorageBackends,
     bucket_namespaces,
 )
+from .. import missing_extra
 from . import storage_options as so
 from .options import AzureClusterOptions
+
+try:
+    from pulumi_azure_native import authorization, managedidentity, network, storagecache
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 def storage_from_config(name: str, config: PlatformConfig, cluster: Any,

@@ -17,15 +17,20 @@ pools' ``image_streaming``); `cluster_from_config` passes them from the stack's 
 from typing import Any, Optional
 
 import pulumi
-import pulumi_gcp as gcp
 
 from ...config_model import PlatformConfig
 from ...kubernetes_base.common import child_opts
 from ...labels import GKE_GCSFUSE_VOLUMES_ANNOTATION
 from ...storage.storage_backends import BucketBackend, SharedFileSystemBackend, StorageBackends, bucket_namespaces
+from .. import missing_extra
 from . import options as gcp_options
 from . import pools as gcp_pools
 from . import storage_options as so
+
+try:
+    import pulumi_gcp as gcp
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 LUSTRE_PEERING_CIDR = "10.10.0.0/20"
 """The private services access range of a new VPC (Managed Lustre instances take /24s from it): clear of the new

@@ -11,13 +11,18 @@ streaming never reaches it (`storage_options.check_storage` refuses it).
 from typing import Any, Optional
 
 import pulumi
-import pulumi_oci as oci
 
 from ...config_model import PlatformConfig
 from ...kubernetes_base.common import all_pool_tolerations
 from ...storage.storage_backends import BucketBackend, CsiDriverChart, SharedFileSystemBackend, StorageBackends
+from .. import missing_extra
 from . import storage_options as so
 from .iam import compartment_scope
+
+try:
+    import pulumi_oci as oci
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 def file_system_ad_number(config: PlatformConfig) -> int:
