@@ -109,3 +109,83 @@ def test_the_readme_installs_from_the_projects_repository():
     assert "<org>" not in readme
     repository = DEFAULT_RUNBOOK_BASE_URL.removesuffix("/blob/main")
     assert f'pip install "gpu-platform[aws] @ git+{repository}"' in readme
+
+
+# ---------------------------------------------------------------------------------------------------------
+# memoryQuotaGi (stack files) is memory_quota_gib (components): each side names the other's spelling
+
+STACK = {"cloud": "aws", "region": "us-east-1",
+         "nodePools": [{"name": "l4", "instanceType": "g6.xlarge", "minNodes": 0, "maxNodes": 1}]}
+
+
+@pytest.mark.parametrize(("team", "line"), [
+    ({"name": "ml", "memoryQuotaGib": 4},
+     "dev: teams[0].memoryQuotaGib: unknown key; stack files spell it 'memoryQuotaGi' (the component argument is "
+     "'memory_quota_gib')"),
+    ({"name": "ml", "memory_quota_gib": 4},
+     "dev: teams[0].memory_quota_gib: unknown key; stack files spell it 'memoryQuotaGi' (the component argument is "
+     "'memory_quota_gib')"),
+    ({"name": "ml", "gpu_quota": 4},
+     "dev: teams[0].gpu_quota: unknown key; stack files spell it 'gpuQuota' (the component argument is "
+     "'gpu_quota')"),
+    ({"name": "ml", "memoryQuotaGi": -1}, "dev: teams[0].memoryQuotaGi: must be >= 0, got -1"),
+])
+def test_a_stack_file_names_its_own_spelling(team, line):
+    from gpu_platform.config import parse_config
+
+    with pytest.raises(ConfigError) as err:
+        parse_config({**STACK, "teams": [team]}, "dev")
+    assert str(err.value) == line
+
+
+def test_a_component_names_the_argument_of_a_stack_spelling():
+    with pytest.raises(ConfigError) as err:
+        run_program(lambda: TeamNamespace("ml", {"team": {"name": "ml", "memoryQuotaGi": 4}}))
+    assert str(err.value) == ("TeamNamespace ml: team.memoryQuotaGi: unknown argument; arguments are snake_case in "
+                              "Python: use 'memory_quota_gib' (camelCase is the stack file's spelling)")
+    from gpu_platform.config import parse_config
+
+    config = parse_config({**STACK, "teams": [{"name": "ml", "memoryQuotaGi": 48}]}, "dev")
+    rec = run_program(lambda: TeamNamespace("ml", {"team": {"name": "ml", "memory_quota_gib": 48}}))
+    assert config.teams[0].memory_quota_gib == 48
+    assert rec.one("kubernetes:core/v1:ResourceQuota").inputs["spec"]["hard"]["requests.memory"] == "48Gi"
+
+
+def test_upgrade_arguments_keep_their_own_suggestion():
+    from gpu_platform.upgrades.pool_upgrade import upgrade_from_args
+
+    with pytest.raises(ConfigError, match=r"^upgrade.maxSurge: unknown key; did you mean 'max_surge'\?$"):
+        upgrade_from_args({"maxSurge": 1}, "upgrade")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The mocks refuse what the engine refuses
+
+
+def test_two_resources_with_one_urn_are_refused_as_the_engine_does():
+    import pulumi_kubernetes as k8s
+
+    from gpu_platform.testing import DuplicateUrnError
+
+    def program():
+        k8s.core.v1.Namespace("team")
+        k8s.core.v1.Namespace("team")
+
+    with pytest.raises(DuplicateUrnError) as err:
+        run_program(program)
+    assert str(err.value) == ("Duplicate resource URN 'urn:pulumi:test::gpu-platform::pulumi:pulumi:Stack$"
+                              "kubernetes:core/v1:Namespace::team'; try giving it a unique name")
+    twice = run_program(lambda: [k8s.core.v1.Namespace("team"), k8s.core.v1.ConfigMap("team")])
+    assert sorted(r.type for r in twice) == ["kubernetes:core/v1:ConfigMap", "kubernetes:core/v1:Namespace"]
+
+
+
+def test_the_fixture_refuses_them_too(pulumi_mocks):
+    from gpu_platform.testing import DuplicateUrnError
+
+    TeamNamespace("ml", {"team": {"name": "ml", "gpu_quota": 4}})
+    TeamNamespace("ml", {"team": {"name": "ml", "gpu_quota": 4}})
+    with pytest.raises(DuplicateUrnError) as err:
+        pulumi_mocks.finish()
+    assert str(err.value) == ("Duplicate resource URN 'urn:pulumi:test::gpu-platform::pulumi:pulumi:Stack$gpuplatform:index:TeamNamespace"
+                              "::ml'; try giving it a unique name")

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import pulumi
 
 from .cidrs import CidrRule
-from .errors import ConfigError, did_you_mean, one_of
+from .errors import ConfigError, argument_name, did_you_mean, one_of
 from .pools import GpuPool, GpuPoolSpec
 from .upgrades import kubernetes_versions
 
@@ -209,7 +209,7 @@ class Args:
         return out
 
     def _unknown(self, key: str, hints: Mapping[str, Any]) -> str:
-        snake = snake_case(key)
+        snake = argument_name(key)
         if snake != key and snake in hints:
             return f"unknown argument; arguments are snake_case in Python: use '{snake}' (camelCase is the stack " \
                    "file's spelling)"
