@@ -187,5 +187,5 @@ def test_the_fixture_refuses_them_too(pulumi_mocks):
     TeamNamespace("ml", {"team": {"name": "ml", "gpu_quota": 4}})
     with pytest.raises(DuplicateUrnError) as err:
         pulumi_mocks.finish()
-    assert str(err.value) == ("Duplicate resource URN 'urn:pulumi:test::gpu-platform::pulumi:pulumi:Stack$gpuplatform:index:TeamNamespace"
-                              "::ml'; try giving it a unique name")
+    assert str(err.value) == ("Duplicate resource URN 'urn:pulumi:test::gpu-platform::pulumi:pulumi:Stack$"
+                              "gpuplatform:index:TeamNamespace::ml'; try giving it a unique name")
