@@ -189,3 +189,82 @@ def test_the_fixture_refuses_them_too(pulumi_mocks):
         pulumi_mocks.finish()
     assert str(err.value) == ("Duplicate resource URN 'urn:pulumi:test::gpu-platform::pulumi:pulumi:Stack$"
                               "gpuplatform:index:TeamNamespace::ml'; try giving it a unique name")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A TPU slice without zones: each layer names its own key
+
+
+def test_a_tpu_slice_without_zones_names_the_key_the_user_writes():
+    from gpu_platform.clouds.gcp.cluster import GkeCluster
+    from gpu_platform.clouds.gcp.options import pool_args
+    from gpu_platform.config import parse_config
+
+    slice_pool = {"name": "v6e", "instanceType": "ct6e-standard-4t", "tpuTopology": "4x4", "minNodes": 4,
+                  "maxNodes": 4}
+    stack = {"cloud": "gcp", "region": "us-east5", "project": "gpu-platform-dev", "nodePools": [slice_pool],
+             "inference": {"enabled": False}}
+    with pytest.raises(ConfigError) as err:
+        parse_config(stack, "dev")
+    assert str(err.value) == ("dev: nodePools[0].zones: a multi-host TPU slice (4x4 on ct6e-standard-4t) lives in "
+                              "one zone, got GKE default; set zones: [<a zone offering the TPU>]")
+    config = parse_config({**stack, "nodePools": [{**slice_pool, "zones": ["us-east5-b"]}]}, "dev")
+    entry = pool_args(config.node_pools[0], config.gpu_pools()[0])
+    del entry["node_locations"]
+    with pytest.raises(ConfigError) as err:
+        run_program(lambda: GkeCluster("dev", {"region": "us-east5", "gpu_pools": [entry]}))
+    assert str(err.value) == ("GkeCluster dev: gpu_pools[0].node_locations: a multi-host TPU slice lives in one zone, "
+                              "got GKE default; set node_locations to one zone")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stack names Pulumi accepts (letters, digits, '-', '_' and '.')
+
+
+def test_a_dotted_stack_name_plans_on_oci_with_the_amd_stack_cert_manager_adopts(tmp_path):
+    from gpu_platform.plan import plan_stack
+
+    stack_file = tmp_path / "Pulumi.Team.Oci.yaml"
+    stack_file.write_text((ROOT / "stacks" / "Pulumi.oci-mi300x.yaml").read_text())
+    plan = plan_stack("Team.Oci", stack_file)
+    assert plan.errors == []
+    release = plan.recording.one("kubernetes:helm.sh/v3:Release", "Team.Oci-cert-manager-release")
+    assert release.inputs["chart"] == "cert-manager"
+
+
+def test_cert_manager_adopts_a_sibling_named_by_any_pulumi_name():
+    from gpu_platform.serving.cert_manager import CertManager
+
+    rec = run_program(lambda: CertManager("Team.Azure-cert-manager", {"replaces_amd_stack": "Team.Azure-amd"}))
+    assert rec.one("kubernetes:core/v1:Namespace").name == "Team.Azure-cert-manager-namespace"
+    with pytest.raises(ConfigError) as err:
+        run_program(lambda: CertManager("cm", {"replaces_amd_stack": ""}))
+    assert str(err.value) == "CertManager cm: replaces_amd_stack: must not be empty"
+
+
+@pytest.mark.parametrize(("cloud", "extra", "line"), [
+    ("aws", {"region": "us-east-1"},
+     "Team.Azure: the stack name is part of the names of EKS node groups, which take only letters, digits, '-' and "
+     "'_': name the stack 'Team-Azure'"),
+    ("azure", {"region": "eastus"},
+     "Team.Azure: the stack name is part of the names of the AKS cluster and its managed identity, which take only "
+     "letters, digits, '-' and '_': name the stack 'Team-Azure'"),
+])
+def test_a_dotted_stack_name_is_refused_first_where_the_cloud_cannot_name_resources_after_it(cloud, extra, line):
+    from gpu_platform.config import parse_config
+
+    # A bad pool too: the stack's name is the first thing refused.
+    raw = {"cloud": cloud, **extra, "nodePools": [{"name": "Bad Pool", "instanceType": "nope"}]}
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, "Team.Azure")
+    assert str(err.value) == line
+    assert parse_config({**raw, "nodePools": [{"name": "a", "instanceType": "g6.xlarge" if cloud == "aws" else
+                                               "Standard_NC24ads_A100_v4", "minNodes": 0, "maxNodes": 1}]},
+                        "Team-Azure").cloud == cloud
+
+
+def test_eks_cluster_names_are_what_eks_takes():
+    from gpu_platform.clouds.aws.contract import eks_cluster_name
+
+    assert [eks_cluster_name(n) for n in ("dev", "Team.Azure", "_x.y", "a" * 120)] == [
+        "dev", "Team-Azure", "x-y", "a" * 100]

@@ -27,7 +27,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import versions
-from ..component_args import DNS_LABEL, Args, KeywordArgs, matching
+from ..component_args import DNS_LABEL, NON_EMPTY, Args, KeywordArgs, matching
 from ..kubernetes_base.common import child_opts, helm_release, metadata, refuse_unless
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..security import namespace_security
@@ -128,7 +128,9 @@ def checked_args(name: str, args: CertManagerArgs) -> dict:
     """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument)."""
     checker = Args("CertManager", name)
     checked = checker.check({} if args is None else args, CertManagerArgs, {
-        "namespace": DNS_LABEL, "replaces_amd_stack": DNS_LABEL,
+        # A component's resource name (part of URNs, not a Kubernetes name): whatever Pulumi takes, the stack's
+        # name included (``Team.Azure-amd``).
+        "namespace": DNS_LABEL, "replaces_amd_stack": NON_EMPTY,
         "acme.email": matching(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address"),
         "acme.server": matching(r"https://[^\s/]+(/\S*)?", "an https URL of an ACME directory"),
         "acme.gateway_namespace": DNS_LABEL, "acme.section_name": DNS_LABEL,

@@ -329,7 +329,7 @@ class EksCluster(pulumi.ComponentResource, metaclass=KeywordArgs):
         args = contract.cluster_args(name, args, EksClusterArgs)  # refused before anything is registered
         super().__init__("gpuplatform:index:EksCluster", name, {}, opts)
         tags = dict(args.get("tags", {}))
-        cluster_name = args.get("cluster_name", name)
+        cluster_name = args.get("cluster_name", contract.eks_cluster_name(name))
         region = args["region"]
         self.region: str = region
         self.kubernetes_version: str = args["kubernetes_version"]
@@ -594,7 +594,7 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
                 entry["upgrade"] = upgrade
         pools.append(entry)
     args = EksClusterArgs(
-        cluster_name=name,
+        cluster_name=contract.eks_cluster_name(name),
         region=config.region,
         kubernetes_version=config.kubernetes_version,
         addon_versions=dict(options.addon_versions),
