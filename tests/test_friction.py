@@ -268,3 +268,20 @@ def test_eks_cluster_names_are_what_eks_takes():
 
     assert [eks_cluster_name(n) for n in ("dev", "Team.Azure", "_x.y", "a" * 120)] == [
         "dev", "Team-Azure", "x-y", "a" * 100]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Every input documented (GkeGpuNodePool's inherited ones included)
+
+
+def test_every_served_input_and_type_property_has_a_description():
+    import json
+
+    schema = json.loads((ROOT / "provider" / "schema.json").read_text())
+    missing = [f"{token} {prop}" for token, resource in schema["resources"].items()
+               for prop, spec in resource.get("inputProperties", {}).items() if not spec.get("description")]
+    missing += [f"{token} {prop}" for token, kind in schema.get("types", {}).items()
+                for prop, spec in kind.get("properties", {}).items() if not spec.get("description")]
+    assert missing == []
+    gke = schema["resources"]["gpuplatform:index:GkeGpuNodePool"]["inputProperties"]
+    assert gke["zoneCount"]["description"].startswith("Zones the pool spans when ``node_locations`` is empty")

@@ -86,7 +86,9 @@ class AcmeIssuerArgs(TypedDict, total=False):
     server: str
     """ACME directory URL. Default: Let's Encrypt production."""
     gateway_name: Required[str]
+    """Name of the Gateway whose HTTP listener answers the HTTP-01 challenges (`InferenceGateway.gateway_name`)."""
     gateway_namespace: Required[str]
+    """Namespace of that Gateway (`InferenceGateway.gateway_namespace`)."""
     section_name: str
     """The Gateway's HTTP listener (port 80, where HTTP-01 is answered). Default ``http``."""
 

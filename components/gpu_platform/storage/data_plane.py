@@ -66,6 +66,7 @@ class PrePullArgs(TypedDict, total=False):
     """One GPU pool's images to pull onto every node when it joins."""
 
     pool: Required[GpuPoolSpec]
+    """The GPU pool whose nodes pull the images."""
     images: Required[list[str]]
     """Image references (each image needs a ``true`` executable: the init step it runs)."""
 
