@@ -1,0 +1,335 @@
+"""Accepted means used (issue 38 item 6): every declared input of a component, changed from one sample value to
+another, changes the resources the component registers, or one of the two values is refused in one line.
+
+The table holds, per component, a baseline and one pair of values per input (with what else the input needs given
+in both runs); a component listed here must list every input its args TypedDict declares, so an input added later
+without a row fails `test_every_input_of_a_tabled_component_has_a_row`."""
+
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import pytest
+from conftest import planned_stack
+
+from gpu_platform import provider
+from gpu_platform.component_args import type_hints
+from gpu_platform.errors import ConfigError
+from gpu_platform.pools import GpuPool, Sharing
+from gpu_platform.testing import run_program
+
+L4 = GpuPool("l4", "aws", "g6.12xlarge", "l4", 4, 24, 0, 3)
+L4_SHARED = GpuPool("l4", "aws", "g6.12xlarge", "l4", 4, 24, 0, 3, sharing=Sharing("time-slicing", 4))
+MIG = GpuPool("mig", "aws", "p5.48xlarge", "h100", 8, 80, 0, 2, sharing=Sharing("mig", 1, "1g.10gb"))
+EFA = GpuPool("train", "aws", "p5.48xlarge", "h100", 8, 80, 2, 2, rdma_fabric="efa", rdma_interfaces=32)
+AZURE = GpuPool("a100", "azure", "Standard_NC24ads_A100_v4", "a100-80gb", 1, 80, 0, 2)
+AZURE_IB = GpuPool("h100", "azure", "Standard_ND96isr_H100_v5", "h100", 8, 80, 2, 2, rdma_fabric="infiniband",
+                   rdma_interfaces=8)
+DRA = GpuPool("h100", "existing", "", "h100", 8, 80, 2, 2, gpu_allocation="dra")
+EXISTING = GpuPool("a100", "existing", "", "a100-80gb", 8, 80, 2, 2)
+TPU = GpuPool("train", "gcp", "ct6e-standard-4t", "tpu-v6e", 4, 32, 4, 4, user_labels=(
+    ("cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice"), ("cloud.google.com/gke-tpu-topology", "4x4")))
+TPU_HOST = GpuPool("infer", "gcp", "ct6e-standard-4t", "tpu-v6e", 4, 32, 0, 2, user_labels=(
+    ("cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice"), ("cloud.google.com/gke-tpu-topology", "2x2")))
+GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
+TLS = {"hostname": "chat.example.com", "cluster_issuer": "letsencrypt"}
+ACME = {"email": "ops@example.com", "gateway_name": "inference", "gateway_namespace": "gateway"}
+TARGET = {"namespace": "ml", "kind": "Job", "name": "reference-training", "api_version": "batch/v1"}
+HPA = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+       "metadata": {"name": "sentiment", "namespace": "inference"},
+       "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "sentiment"},
+                "minReplicas": 1, "maxReplicas": 4,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                    "type": "Utilization", "averageUtilization": 60}}}]}}
+
+HPA_ON_TARGET = {**HPA, "metadata": {"name": "reference-training", "namespace": "ml"},
+                 "spec": {**HPA["spec"], "scaleTargetRef": {"apiVersion": "batch/v1", "kind": "Job",
+                                                            "name": "reference-training"}}}
+
+
+class Row(NamedTuple):
+    """One input: its two sample values, and what else both runs give (an input that takes effect only with
+    another)."""
+
+    key: str
+    a: Any
+    b: Any
+    needs: dict[str, Any] = {}
+
+
+class Table(NamedTuple):
+    component: str
+    """``module:Class`` as in `provider.COMPONENTS`."""
+    base: dict[str, Any]
+    rows: list[Row]
+
+
+TABLES = [
+    Table("gpu_platform.accelerators.nvidia:NvidiaGpuStack", {"cloud": "aws", "pools": [L4.spec()]}, [
+        Row("cloud", "aws", "oci"),  # an AWS pool on OCI is refused
+        Row("gpu_software", "operator", "device-plugin"),
+        Row("pools", [L4.spec()], [L4_SHARED.spec()]),
+        Row("monitoring", False, True),
+        Row("service_monitor_labels", {"release": "a"}, {"release": "b"}, {"monitoring": True}),
+        Row("namespace", "gpu-operator", "nvidia"),
+        Row("mig_strategy", "single", "mixed", {"pools": [MIG.spec()]}),
+        Row("kubernetes_version", "1.30", "1.34", {"cloud": "existing", "pools": [DRA.spec()]}),
+        Row("driver_preinstalled", False, True, {"cloud": "azure", "pools": [AZURE.spec()]}),
+        Row("kueue", True, False, {"cloud": "azure", "pools": [AZURE.spec()]}),
+    ]),
+    Table("gpu_platform.accelerators.rdma:RdmaStack", {"cloud": "azure", "pools": [AZURE_IB.spec()]}, [
+        Row("cloud", "azure", "aws"),
+        Row("pools", [AZURE_IB.spec()], [AZURE.spec()]),
+        Row("namespace", "network-operator", "rdma"),
+        Row("nfd_installed", False, True),
+    ]),
+    Table("gpu_platform.accelerators.tpu:TpuJobSet", {"pools": [TPU.spec()]}, [
+        Row("pools", [TPU.spec()], [L4.spec()]),  # no TPU pool: refused
+        Row("namespace", "jobset-system", "jobs"),
+    ]),
+    Table("gpu_platform.accelerators.tpu:TpuSliceJob",
+          {"pool": TPU.spec(), "namespace": "research", "local_queue": "gpu", "tpu_quota": 16}, [
+        Row("pool", TPU.spec(), TPU_HOST.spec()),
+        Row("namespace", "research", "product"),
+        Row("local_queue", "gpu", "tpu"),
+        Row("tpu_quota", 16, 8),  # 8 chips cannot admit a 16-chip slice
+    ]),
+    Table("gpu_platform.serving.keda:KedaOperator", {}, [
+        Row("namespace", "keda", "autoscaling"),
+        Row("monitoring", False, True),
+        Row("service_monitor_labels", {"release": "a"}, {"release": "b"}, {"monitoring": True}),
+        Row("monitoring_namespace", "monitoring", "prometheus", {"monitoring": True}),
+    ]),
+    Table("gpu_platform.serving.cert_manager:CertManager", {}, [
+        Row("namespace", "cert-manager", "certs"),
+        Row("gateway_api", False, True),
+        Row("private_ca", False, True),
+        Row("acme", ACME, {**ACME, "email": "platform@example.com"}, {"gateway_api": True}),
+        # Adopting the sibling's resources is an alias (an engine option, not an input): a name is taken, an empty
+        # one refused.
+        Row("replaces_amd_stack", "dev-amd", ""),
+    ]),
+    Table("gpu_platform.serving.gateway:InferenceGateway", {"cloud": "aws"}, [
+        Row("cloud", "aws", "oci"),
+        Row("class_name", "gke-l7-rilb", "gke-l7-regional-external-managed", GKE),
+        Row("proxy_source_ranges", ["10.9.0.0/23"], ["10.10.0.0/23"], GKE),
+        Row("hostname", "chat.example.com", "api.example.com", {"cluster_issuer": "letsencrypt"}),
+        Row("cluster_issuer", "letsencrypt", "private-ca", {"hostname": "chat.example.com"}),
+        Row("acme", False, True, TLS),
+        Row("max_request_body_size", "1Mi", "4Mi"),
+        Row("inference_pool", False, True),
+        Row("namespace", "gateway", "edge"),
+        Row("name", "inference", "public"),
+    ]),
+    Table("gpu_platform.health.gpu_health:GpuHealth", {"pools": [L4.spec()]}, [
+        Row("pools", [L4.spec()], [L4.spec() | {"name": "l4b"}]),
+        Row("namespace", "gpu-health", "health"),
+        Row("active_checks", True, False),
+        Row("schedule", "0 */6 * * *", "0 3 * * *"),
+        Row("dcgm_diag_level", 2, 3),
+        Row("all_reduce", True, False),
+        Row("remediation_mode", "dry-run", "cordon"),
+        Row("max_quarantined_per_pool", 1, 2),
+        Row("max_quarantined_percent", 10, 50),
+        Row("cooldown_minutes", 60, 30),
+        Row("monitoring_namespace", "monitoring", "prometheus"),
+        Row("service_monitor_labels", {"release": "a"}, {"release": "b"}, {"monitoring_namespace": "monitoring"}),
+        Row("runbook_base_url", "https://git.example.com/a", "https://git.example.com/b",
+            {"monitoring_namespace": "monitoring"}),
+        Row("npd_image", "registry.example.com/npd:1", "registry.example.com/npd:2"),
+        Row("dcgm_image", "registry.example.com/dcgm:1", "registry.example.com/dcgm:2"),
+        Row("platform_image", "registry.example.com/platform:1", "registry.example.com/platform:2"),
+    ]),
+    Table("gpu_platform.security.network_policy_engine:CalicoPolicyEngine", {"interface_prefix": "oci"}, [
+        Row("interface_prefix", "oci", "eth"),
+        Row("pools", [L4.spec()], [L4.spec() | {"taints": ["dedicated=ml:NoSchedule"]}]),
+    ]),
+    Table("gpu_platform.clouds.existing.cluster:ExistingGpuNodes",
+          {"pool": EXISTING.spec(), "nodes": ["gpu-01", "gpu-02"]}, [
+        Row("pool", EXISTING.spec(), EXISTING.spec() | {"name": "a100b"}),
+        Row("nodes", ["gpu-01", "gpu-02"], ["gpu-01", "gpu-03"]),
+    ]),
+    Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
+        Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
+        Row("vpa_mode", "Off", "Initial"),
+        Row("vpa_resources", ["cpu"], ["cpu", "memory"]),
+        # Read for conflicts only (the autoscalers are other components'): one on the VPA's workload is refused.
+        Row("horizontal_autoscalers", [HPA], [HPA_ON_TARGET], {"vpa_mode": "Initial"}),
+        Row("metrics_server", False, True),
+        Row("namespace", "vpa", "autoscaling"),
+    ]),
+]
+
+
+def _plain(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
+def outcome(build: Callable[[], Any]) -> tuple[str, Any]:
+    """("refused", the line) or ("plan", every registration: URN and inputs, with the component's plain attributes:
+    what other components are built from, such as the gateway's ``data_plane_peers`` its routes carry)."""
+    made: list[Any] = []
+    try:
+        recording = run_program(lambda: made.append(build()))
+    except ConfigError as err:
+        return "refused", str(err)
+    attributes = {k: v for k, v in vars(made[0]).items() if not k.startswith("_") and _plain(v)}
+    return "plan", (sorted((r.urn, json.dumps(r.inputs, sort_keys=True)) for r in recording),
+                    json.dumps(attributes, sort_keys=True, default=str))
+
+
+def _declared(component: str) -> set[str]:
+    cls = provider.load(component)
+    return set(type_hints(inspect.get_annotations(cls.__init__)["args"]))
+
+
+def test_every_input_of_a_tabled_component_has_a_row():
+    for table in TABLES:
+        assert sorted(row.key for row in table.rows) == sorted(_declared(table.component)), table.component
+
+
+CASES = [(table, row) for table in TABLES for row in table.rows]
+
+
+@pytest.mark.parametrize(("table", "row"), CASES,
+                         ids=[f"{t.component.rsplit(':', 1)[1]}.{r.key}" for t, r in CASES])
+def test_an_input_changes_the_plan_or_is_refused(table, row):
+    cls = provider.load(table.component)
+    runs = [outcome(lambda value=value: cls("c", {**table.base, **row.needs, row.key: value}))
+            for value in (row.a, row.b)]
+    assert "plan" in (runs[0][0], runs[1][0]), f"both refused: {runs}"
+    assert runs[0] != runs[1], f"{row.key}: {row.a!r} and {row.b!r} register the same resources"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The pool's facts: a `GpuPoolSpec` describes one pool to every component that takes it, and each component reads
+# the facts it needs. Every fact is read by one component at least (the row names it), so none is accepted in vain.
+
+SUBNETS = ["subnet-0aaaaaaaaaaaaaaa1"]
+
+
+def node_group(pool):
+    from gpu_platform.clouds.aws.cluster import EksGpuNodePool
+
+    return EksGpuNodePool("c", {"pool": pool, "cluster_name": "gpu", "subnet_ids": SUBNETS,
+                                "node_role_arn": "arn:aws:iam::123456789012:role/nodes"})
+
+
+def training(pool):
+    from gpu_platform.training.workload import TrainingWorkload
+
+    return TrainingWorkload("c", {"pool": pool, "namespace": "ml", "gpu_quota": 16})
+
+
+def nvidia(pool):
+    from gpu_platform.accelerators.nvidia import NvidiaGpuStack
+
+    return NvidiaGpuStack("c", {"cloud": pool["cloud"], "pools": [pool]})
+
+
+def scheduling(pool):
+    from gpu_platform.scheduling.policy import SchedulingPolicy
+
+    return SchedulingPolicy("c", {"pools": [pool, EXISTING.spec() | {"name": "spare"}],
+                                  "teams": [{"name": "ml", "gpu_quota": 8}]})
+
+
+def inference(pool):
+    from gpu_platform.serving.workloads import InferenceService
+
+    return InferenceService("c", {"pool": pool})
+
+
+def optimizer(pool):
+    from gpu_platform.optimizer.gpu_optimizer import GpuOptimizer
+
+    return GpuOptimizer("c", {"prometheus_url": "http://prometheus.monitoring.svc:9090", "pools": [pool]})
+
+
+class Fact(NamedTuple):
+    field: str
+    reader: Callable[[dict], Any]
+    pool: dict
+    a: Any
+    b: Any
+    also_b: dict = {}
+    """What else the pool with ``b`` says (a fact that comes with another)."""
+
+
+FACTS = [
+    Fact("name", node_group, L4.spec(), "l4", "l4b"),
+    Fact("cloud", node_group, L4.spec(), "aws", "gcp"),
+    Fact("instance_type", node_group, L4.spec(), "g6.12xlarge", "g6.24xlarge"),
+    Fact("gpu_model", scheduling, EXISTING.spec(), "a100-80gb", "h100"),
+    Fact("gpus_per_node", training, EXISTING.spec(), 8, 4),
+    Fact("gpu_memory_gib", optimizer, EXISTING.spec(), 80, 40),
+    Fact("min_nodes", node_group, L4.spec(), 0, 1),
+    Fact("max_nodes", node_group, L4.spec(), 3, 4),
+    Fact("vcpus_per_node", inference, EXISTING.spec(), 16, 64),  # half a GPU slot's share: 1 and 4 CPUs
+    Fact("memory_gib_per_node", inference, EXISTING.spec(), 64, 256),
+    Fact("sharing_mode", nvidia, L4.spec(), "exclusive", "time-slicing", {"sharing_replicas": 4}),
+    Fact("sharing_replicas", nvidia, L4_SHARED.spec(), 4, 2),
+    Fact("mig_profile", node_group, MIG.spec(), "1g.10gb", "3g.40gb"),
+    Fact("rdma_fabric", training, EFA.spec(), "efa", "", {"rdma_interfaces": 0}),
+    Fact("rdma_interfaces", training, EFA.spec(), 32, 16),
+    Fact("spot", node_group, L4.spec(), False, True, {"provisioning": "spot"}),
+    Fact("labels", node_group, L4.spec(), {}, {"team": "ml"}),
+    Fact("taints", node_group, L4.spec(), [], ["dedicated=ml:NoSchedule"]),
+    Fact("rdma_pod_annotations", training, EFA.spec(), {}, {"k8s.v1.cni.cncf.io/networks": "rdma"}),
+    Fact("nccl_env", training, EFA.spec(), {}, {"NCCL_IB_GID_INDEX": "3"}),
+    Fact("role", node_group, L4.spec(), "general", "training"),  # training pools upgrade without surge
+    Fact("gpu_allocation", nvidia, DRA.spec(), "dra", "device-plugin"),
+    Fact("architecture", training, EXISTING.spec(), "amd64", "arm64"),
+    Fact("nvlink_domain_gpus", scheduling, EXISTING.spec(), 0, 72),
+    Fact("provisioning", node_group, L4.spec(), "on-demand", "spot", {"spot": True}),
+    Fact("reservation", node_group, L4.spec() | {"provisioning": "reservation"}, "cr-0123456789abcdef0",
+         "cr-0fedcba9876543210"),
+    # Checked only: the flavor order (the pools' order) is what spills a pool over to its fallback.
+    Fact("fallback_pool", scheduling, EXISTING.spec(), "spare", "missing"),
+]
+
+
+def test_every_fact_of_a_pool_has_a_row():
+    from gpu_platform.pools import GpuPoolSpec
+
+    assert sorted(f.field for f in FACTS) == sorted(type_hints(GpuPoolSpec))
+
+
+@pytest.mark.parametrize("fact", FACTS, ids=[f"{f.field}-{f.reader.__name__}" for f in FACTS])
+def test_a_pool_fact_changes_the_plan_of_its_reader_or_is_refused(fact):
+    runs = [outcome(lambda pool=pool: fact.reader(pool))
+            for pool in (fact.pool | {fact.field: fact.a}, fact.pool | {fact.field: fact.b, **fact.also_b})]
+    assert "plan" in (runs[0][0], runs[1][0]), f"both refused: {runs}"
+    assert runs[0] != runs[1], f"{fact.field}: {fact.a!r} and {fact.b!r} register the same resources"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GKE's cloud-managed GPU software: the stack creates nothing, so what would configure it is refused
+
+GKE_L4 = GpuPool("l4", "gcp", "g2-standard-48", "l4", 4, 24, 0, 3)
+
+
+@pytest.mark.parametrize(("key", "value"), [("monitoring", True), ("namespace", "nvidia")])
+def test_gke_cloud_managed_software_refuses_what_gke_runs_itself(key, value):
+    from gpu_platform.accelerators.nvidia import NvidiaGpuStack
+
+    args = {"cloud": "gcp", "gpu_software": "cloud-managed", "pools": [GKE_L4.spec()]}
+    assert outcome(lambda: NvidiaGpuStack("nv", {**args, key: value})) == ("refused", (
+        f"NvidiaGpuStack nv: {key}: takes effect only off GKE's cloud-managed GPU software (GKE runs the driver, "
+        "device plugin and DCGM exporter itself: the stack creates nothing there; GpuMonitoring's gke_managed_dcgm "
+        "scrapes GKE's exporter)"))
+    rec = run_program(lambda: NvidiaGpuStack("nv", {**args, "monitoring": False}))
+    assert [r.type for r in rec] == ["gpuplatform:index:NvidiaGpuStack"]
+    elsewhere = run_program(lambda: NvidiaGpuStack("nv", {**args, "cloud": "aws", "pools": [L4.spec()], key: value}))
+    assert len(elsewhere) > 1
+
+
+def test_gke_stacks_with_cloud_managed_software_still_plan():
+    plan = planned_stack("gcp-dev")
+    assert plan.config.gpu_software == "cloud-managed" and plan.errors == []
+    assert [r.name for r in plan.recording.of_type("gpuplatform:index:NvidiaGpuStack")] == ["gcp-dev-nvidia"]
