@@ -16,6 +16,7 @@ from conftest import planned_stack
 from gpu_platform import provider
 from gpu_platform.component_args import type_hints
 from gpu_platform.errors import ConfigError
+from gpu_platform.pool_builder import gpu_pool
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.testing import run_program
 
@@ -32,6 +33,10 @@ TPU = GpuPool("train", "gcp", "ct6e-standard-4t", "tpu-v6e", 4, 32, 4, 4, user_l
     ("cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice"), ("cloud.google.com/gke-tpu-topology", "4x4")))
 TPU_HOST = GpuPool("infer", "gcp", "ct6e-standard-4t", "tpu-v6e", 4, 32, 0, 2, user_labels=(
     ("cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice"), ("cloud.google.com/gke-tpu-topology", "2x2")))
+INF2 = gpu_pool("aws", {"name": "inf2", "instanceType": "inf2.24xlarge", "maxNodes": 2})
+MI300X = gpu_pool("azure", {"name": "mi300x", "instanceType": "Standard_ND96isr_MI300X_v5", "maxNodes": 2})
+GKE_POOL = GpuPool("l4", "gcp", "g2-standard-48", "l4", 4, 24, 0, 3)
+PROMETHEUS = "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090"
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
 TLS = {"hostname": "chat.example.com", "cluster_issuer": "letsencrypt"}
 ACME = {"email": "ops@example.com", "gateway_name": "inference", "gateway_namespace": "gateway"}
@@ -149,6 +154,82 @@ TABLES = [
           {"pool": EXISTING.spec(), "nodes": ["gpu-01", "gpu-02"]}, [
         Row("pool", EXISTING.spec(), EXISTING.spec() | {"name": "a100b"}),
         Row("nodes", ["gpu-01", "gpu-02"], ["gpu-01", "gpu-03"]),
+    ]),
+    Table("gpu_platform.optimizer.gpu_optimizer:GpuOptimizer", {"prometheus_url": PROMETHEUS}, [
+        Row("pools", [L4.spec()], [L4.spec() | {"name": "l4b"}], {"action": "recommend"}),
+        Row("prometheus_url", PROMETHEUS, "http://prometheus.observability.svc:9090"),
+        Row("prometheus_namespace", "monitoring", "observability"),
+        Row("namespace", "gpu-optimizer", "optimizer"),
+        Row("action", "report", "annotate"),
+        Row("schedule", "*/30 * * * *", "0 * * * *"),
+        Row("utilization_threshold", 10, 20),
+        Row("dry_run", True, False, {"action": "annotate"}),
+        Row("image", "registry.example.com/platform:1", "registry.example.com/platform:2"),
+    ]),
+    Table("gpu_platform.monitoring.gpu_monitoring:GpuMonitoring", {"pools": [L4.spec()]}, [
+        Row("pools", [L4.spec()], [MIG.spec()]),
+        Row("namespace", "monitoring", "observability"),
+        Row("retention", "15d", "30d"),
+        Row("storage_size", "50Gi", "100Gi"),
+        Row("storage_class", "gp3", "io2"),
+        # A secret (redacted in what the engine records): given, no generated password resource.
+        Row("grafana_admin_password", "first-password", None),
+        Row("gke_managed_dcgm", False, True, {"pools": [GKE_POOL.spec()]}),
+        Row("inference_namespace", "inference", "serving"),
+        Row("runbook_base_url", "https://git.example.com/a", "https://git.example.com/b"),
+        Row("alert_thresholds", {"gpu_temperature_celsius": 80}, {"gpu_temperature_celsius": 85}),
+        Row("prometheus_client_namespaces", ["keda"], ["keda", "gpu-optimizer"]),
+        Row("llm_namespace", "llm", "chat"),
+    ]),
+    Table("gpu_platform.training.workload:TrainingWorkload", {"pool": EFA.spec(), "namespace": "ml", "gpu_quota": 16}, [
+        Row("pool", EFA.spec(), EFA.spec() | {"name": "train2"}),
+        Row("namespace", "ml", "research"),
+        Row("gpu_quota", 16, 8),
+        Row("local_queue", "gpu", "train"),
+        Row("topology_level", "topology.kubernetes.io/zone", "kubernetes.io/hostname", {"local_queue": "gpu"}),
+        Row("topology_policy", "preferred", "required",
+            {"local_queue": "gpu", "topology_level": "kubernetes.io/hostname"}),
+        Row("image", "registry.example.com/train:1", "registry.example.com/train:2"),
+        Row("job_priority_class", "medium-priority", "low-priority"),
+        Row("retrain_priority_class", "high-priority", "medium-priority"),
+        Row("schedule", "0 3 * * 0", "0 4 * * 0"),
+        Row("checkpoint_size", "100Gi", "200Gi"),
+        Row("checkpoint_storage_class", "efs", "fsx"),
+        Row("checkpoint_claim", "ml-checkpoints", "shared-checkpoints"),
+        Row("datasets_claim", "ml-datasets", "shared-datasets"),
+        Row("datasets_sub_path", "ml", "research", {"datasets_claim": "shared"}),
+        Row("checkpoint_sub_path", "ml", "research", {"checkpoint_claim": "shared"}),
+        Row("bucket_claims", ["models"], ["models", "datasets"]),
+        Row("service_account", "storage-access", "trainer"),
+        Row("pod_labels", {"azure.workload.identity/use": "true"}, {"team": "ml"}),
+        Row("pod_annotations", {"gke-gcsfuse/volumes": "true"}, {"team": "ml"}),
+    ]),
+    Table("gpu_platform.accelerators.neuron:NeuronStack", {"pools": [INF2.spec()]}, [
+        Row("pools", [INF2.spec()], [INF2.spec() | {"name": "inf2b"}]),
+        Row("namespace", "aws-neuron", "neuron"),
+        Row("monitoring", False, True),
+        Row("service_monitor_labels", {"release": "a"}, {"release": "b"}, {"monitoring": True}),
+        Row("monitoring_namespace", "monitoring", "observability", {"monitoring": True}),
+        Row("kubernetes_version", "1.33", "1.34"),
+    ]),
+    Table("gpu_platform.accelerators.amd:AmdGpuStack",
+          {"cloud": "azure", "pools": [MI300X.spec()], "driver_image": "registry.example.com/amdgpu"}, [
+        Row("cloud", "azure", "oci"),
+        Row("pools", [MI300X.spec()], [MI300X.spec() | {"name": "mi300x-b"}]),
+        Row("driver_image", "registry.example.com/amdgpu", "registry.example.com/rocm"),
+        Row("driver_version", "30.20.1", "30.10.1"),
+        Row("nfd_installed", False, True),
+        Row("monitoring", False, True, {"monitoring_namespace": "monitoring"}),
+        Row("service_monitor_labels", {"release": "a"}, {"release": "b"},
+            {"monitoring": True, "monitoring_namespace": "monitoring"}),
+        Row("monitoring_namespace", "monitoring", "observability", {"monitoring": True}),
+        Row("namespace", "kube-amd-gpu", "amd"),
+        Row("cert_manager_installed", False, True),
+    ]),
+    Table("gpu_platform.clouds.oci.vcn:OkeVcn", {"compartment_id": "ocid1.compartment.oc1..aaaa"}, [
+        Row("compartment_id", "ocid1.compartment.oc1..aaaa", "ocid1.compartment.oc1..bbbb"),
+        Row("cidr", "10.0.0.0/16", "10.8.0.0/16"),
+        Row("api_allowed_cidrs", ["203.0.113.0/24"], ["198.51.100.0/24"]),
     ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
