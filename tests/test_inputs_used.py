@@ -37,6 +37,10 @@ INF2 = gpu_pool("aws", {"name": "inf2", "instanceType": "inf2.24xlarge", "maxNod
 MI300X = gpu_pool("azure", {"name": "mi300x", "instanceType": "Standard_ND96isr_MI300X_v5", "maxNodes": 2})
 GKE_POOL = GpuPool("l4", "gcp", "g2-standard-48", "l4", 4, 24, 0, 3)
 PROMETHEUS = "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090"
+LLM_POOL = GpuPool("l4", "aws", "g6.2xlarge", "l4", 1, 24, 1, 4, vcpus_per_node=8, memory_gib_per_node=32)
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
+         "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
 TLS = {"hostname": "chat.example.com", "cluster_issuer": "letsencrypt"}
 ACME = {"email": "ops@example.com", "gateway_name": "inference", "gateway_namespace": "gateway"}
@@ -231,6 +235,70 @@ TABLES = [
         Row("cidr", "10.0.0.0/16", "10.8.0.0/16"),
         Row("api_allowed_cidrs", ["203.0.113.0/24"], ["198.51.100.0/24"]),
     ]),
+    Table("gpu_platform.serving.workloads:InferenceService", {"pool": L4.spec()}, [
+        Row("pool", L4.spec(), L4.spec() | {"name": "l4b"}),
+        Row("namespace", "inference", "serving"),
+        Row("create_namespace", True, False),
+        Row("name", "sentiment", "classifier"),
+        Row("image", "registry.example.com/app:1", "registry.example.com/app:2"),
+        Row("model_id", "distilbert/distilbert-base-uncased-finetuned-sst-2-english", "org/other-model"),
+        Row("min_replicas", 1, 2),
+        Row("max_replicas", 4, 6),
+        Row("max_batch_size", 32, 16),
+        Row("max_wait_ms", 2.0, 5.0),
+        Row("max_queue", 1024, 512),
+        Row("deadline_ms", 1000, 500),
+        Row("autoscaler", "hpa", "none"),
+        Row("prometheus_url", PROMETHEUS, "http://prometheus.observability.svc:9090"),
+        Row("target_queue_depth", 32, 16, {"prometheus_url": PROMETHEUS}),
+        Row("cpu_utilization", 70, 50),
+        Row("cpu_request", "1", "2"),
+        Row("memory_request", "4Gi", "8Gi"),
+        Row("route", ROUTE, {**ROUTE, "hostname": "infer.example.com"}),
+        Row("model_cache_size", "20Gi", "40Gi"),
+        Row("model_cache_storage_class", "efs", "fsx", {"model_cache_size": "20Gi"}),
+        Row("model_cache_access_mode", "ReadWriteMany", "ReadWriteOnce", {"model_cache_size": "20Gi"}),
+        Row("model_cache_volume", "models-a", "models-b", {"model_cache_size": "20Gi"}),
+        Row("model_cache_sub_path", "models", "cache", {"model_cache_size": "20Gi"}),
+        Row("monitoring_namespace", "monitoring", "observability"),
+        Row("service_monitor", False, True),
+        Row("service_monitor_labels", {"release": "a"}, {"release": "b"}, {"service_monitor": True}),
+    ]),
+    Table("gpu_platform.serving.llm:LlmService", {"pool": LLM_POOL.spec(), "model": MODEL}, [
+        Row("pool", LLM_POOL.spec(), LLM_POOL.spec() | {"name": "l4b"}),
+        Row("model", MODEL, "Qwen/Qwen2.5-7B-Instruct"),
+        Row("served_model_name", "llama", "chat"),
+        Row("name", "llm", "chat"),
+        Row("namespace", "llm", "chat"),
+        Row("create_namespace", True, False),
+        Row("install_crds", True, False),
+        Row("image", "registry.example.com/vllm:1", "registry.example.com/vllm:2"),
+        Row("replicas", 1, 2),
+        Row("max_replicas", 4, 3, {"prometheus_url": PROMETHEUS}),
+        Row("tensor_parallel_size", 1, 2, {"pool": GpuPool("l4", "aws", "g6.12xlarge", "l4", 4, 24, 1, 4).spec()}),
+        Row("max_model_len", 4096, 8192),
+        Row("dtype", "auto", "bfloat16"),
+        Row("quantization", "fp8", "awq"),
+        Row("gpu_memory_utilization", 0.9, 0.8),
+        Row("model_source", "huggingface", "pvc", {"model_claim": "weights"}),
+        Row("model_claim", "weights", "other-weights", {"model_source": "pvc"}),
+        Row("model_path", "llama", "models/llama", {"model_source": "pvc", "model_claim": "weights"}),
+        Row("cache_size", "50Gi", "100Gi"),
+        Row("cache_storage_class", "efs", "fsx"),
+        Row("cache_access_mode", "ReadWriteOnce", "ReadWriteMany"),
+        Row("cache_volume", "models-a", "models-b", {"cache_access_mode": "ReadWriteMany"}),
+        Row("cache_sub_path", "models", "cache", {"cache_access_mode": "ReadWriteMany"}),
+        Row("skip_cached_model", False, True, {"cache_access_mode": "ReadWriteMany"}),
+        Row("hf_token_secret", "hf-token", "hugging-face"),
+        Row("autoscaler", "keda", "none", {"prometheus_url": PROMETHEUS}),
+        Row("prometheus_url", PROMETHEUS, "http://prometheus.observability.svc:9090"),
+        Row("target_waiting_requests", 5, 10, {"prometheus_url": PROMETHEUS}),
+        Row("target_kv_cache_usage", 0.8, 0.6, {"prometheus_url": PROMETHEUS}),
+        Row("monitoring_namespace", "monitoring", "observability"),
+        Row("service_monitor", False, True),
+        Row("service_monitor_labels", {"release": "a"}, {"release": "b"}, {"service_monitor": True}),
+        Row("route", ROUTE, {**ROUTE, "hostname": "chat.example.com"}),
+    ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
         Row("vpa_mode", "Off", "Initial"),
@@ -414,3 +482,11 @@ def test_gke_stacks_with_cloud_managed_software_still_plan():
     plan = planned_stack("gcp-dev")
     assert plan.config.gpu_software == "cloud-managed" and plan.errors == []
     assert [r.name for r in plan.recording.of_type("gpuplatform:index:NvidiaGpuStack")] == ["gcp-dev-nvidia"]
+
+
+def test_llm_autoscaling_settings_without_prometheus_are_refused():
+    from gpu_platform.serving.llm import LlmService
+
+    assert outcome(lambda: LlmService("chat", {"pool": LLM_POOL.spec(), "model": MODEL, "max_replicas": 3})) == (
+        "refused", "LlmService chat: max_replicas: takes effect only with prometheus_url (KEDA's triggers query it; "
+                   "without it the replicas stay fixed)")

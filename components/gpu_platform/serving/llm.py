@@ -193,6 +193,9 @@ def checked_args(name: str, args: LlmServiceArgs) -> dict[str, Any]:
     keda = checked.get("autoscaler", "keda") == "keda"
     for key in ("max_replicas", "target_waiting_requests", "target_kv_cache_usage"):
         refuse_unless(checker, checked, key, keda, "with autoscaler keda")
+        # Without Prometheus there is no ScaledObject: the replicas stay fixed.
+        refuse_unless(checker, checked, key, bool(checked.get("prometheus_url")),
+                      "with prometheus_url (KEDA's triggers query it; without it the replicas stay fixed)")
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("service_monitor")),
                   "with service_monitor: true")
     for key in ("max_request_body_size", "rate_limit_per_minute"):
