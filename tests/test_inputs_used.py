@@ -39,6 +39,10 @@ GKE_POOL = GpuPool("l4", "gcp", "g2-standard-48", "l4", 4, 24, 0, 3)
 PROMETHEUS = "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090"
 LLM_POOL = GpuPool("l4", "aws", "g6.2xlarge", "l4", 1, 24, 1, 4, vcpus_per_node=8, memory_gib_per_node=32)
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+EFA_NODES = {"pool": EFA.spec(), "vpc_id": "vpc-0123456789abcdef0",
+             "cluster_security_group_id": "sg-0123456789abcdef0"}
+OCI_COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaaexamplecompartment"
+OKE_POOL = {"node_pool_id": "ocid1.nodepool.oc1.iad.aaaa", "min_nodes": 0, "max_nodes": 2}
 ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
          "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
@@ -298,6 +302,47 @@ TABLES = [
         Row("service_monitor", False, True),
         Row("service_monitor_labels", {"release": "a"}, {"release": "b"}, {"service_monitor": True}),
         Row("route", ROUTE, {**ROUTE, "hostname": "chat.example.com"}),
+    ]),
+    Table("gpu_platform.clouds.aws.cluster:EksGpuNodePool", {
+        "pool": L4.spec(), "cluster_name": "gpu", "node_role_arn": "arn:aws:iam::123456789012:role/nodes",
+        "subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1"]}, [
+        Row("pool", L4.spec(), L4.spec() | {"name": "l4b"}),
+        Row("cluster_name", "gpu", "gpu2"),
+        Row("node_role_arn", "arn:aws:iam::123456789012:role/nodes", "arn:aws:iam::123456789012:role/gpu"),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("subnet_ids", ["subnet-0aaaaaaaaaaaaaaa1"], ["subnet-0bbbbbbbbbbbbbbb2"]),
+        Row("zones", None, ["us-west-2a"]),  # EksCluster's pools only: a standalone node group is refused it
+        Row("vpc_id", "vpc-0123456789abcdef0", "vpc-0fedcba9876543210", EFA_NODES),
+        Row("cluster_security_group_id", "sg-0123456789abcdef0", "sg-0fedcba9876543210", EFA_NODES),
+        Row("ami_type", "AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"),
+        Row("capacity_block", False, True, {"pool": L4.spec() | {"provisioning": "reservation",
+                                                                  "reservation": "cr-0123456789abcdef0"}}),
+        Row("disk_size_gib", 200, 300),
+        Row("placement_group", True, False, EFA_NODES),
+        Row("desired_nodes", 0, 1),
+        Row("upgrade", {"max_unavailable": "1"}, {"max_unavailable": "2"}),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+    ]),
+    Table("gpu_platform.clouds.aws.cluster_autoscaler:EksClusterAutoscaler", {
+        "cluster_name": "gpu", "region": "us-west-2", "kubernetes_version": "1.34",
+        "system_node_group_name": "gpu-system"}, [
+        Row("cluster_name", "gpu", "gpu2"),
+        Row("region", "us-west-2", "us-east-1"),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("system_node_group_name", "gpu-system", "system"),
+        Row("autoscaling_group_names", {"l4": "eks-l4-asg"}, {"l4": "eks-l4-asg-2"}),
+        Row("scale_down_unneeded_minutes", 30, 10),
+        Row("max_node_provision_minutes", 25, 15),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+    ]),
+    Table("gpu_platform.clouds.oci.autoscaler:OkeClusterAutoscaler", {
+        "cluster_id": "ocid1.cluster.oc1.iad.aaaaaaaacluster", "compartment_id": OCI_COMPARTMENT,
+        "node_pools": [OKE_POOL]}, [
+        Row("cluster_id", "ocid1.cluster.oc1.iad.aaaaaaaacluster", "ocid1.cluster.oc1.iad.aaaaaaaaother"),
+        Row("compartment_id", OCI_COMPARTMENT, "ocid1.compartment.oc1..aaaaaaaaother"),
+        Row("node_pools", [OKE_POOL], [OKE_POOL | {"max_nodes": 4}]),
+        Row("scale_down_unneeded_minutes", 30, 10),
+        Row("max_node_provision_minutes", 25, 15),
     ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
