@@ -43,6 +43,13 @@ EFA_NODES = {"pool": EFA.spec(), "vpc_id": "vpc-0123456789abcdef0",
              "cluster_security_group_id": "sg-0123456789abcdef0"}
 OCI_COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaaexamplecompartment"
 OKE_POOL = {"node_pool_id": "ocid1.nodepool.oc1.iad.aaaa", "min_nodes": 0, "max_nodes": 2}
+AZURE_SUBNET = ("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/"
+                "Microsoft.Network/virtualNetworks/vnet/subnets/nodes")
+OKE_PLAIN = {"cluster_id": "ocid1.cluster.oc1.iad.aaaaaaaacluster", "compartment_id": OCI_COMPARTMENT,
+             "kubernetes_version": "v1.34.1", "worker_subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaaworkers",
+             "pod_subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaapods", "availability_domains": ["Uocm:US-ASHBURN-AD-1"]}
+A10 = gpu_pool("oci", {"name": "a10", "instanceType": "VM.GPU.A10.1", "maxNodes": 3})
+OCI_H100 = GpuPool("h100", "oci", "BM.GPU.H100.8", "h100", 8, 80, 2, 2, rdma_fabric="roce", rdma_interfaces=16)
 ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
          "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
@@ -343,6 +350,43 @@ TABLES = [
         Row("node_pools", [OKE_POOL], [OKE_POOL | {"max_nodes": 4}]),
         Row("scale_down_unneeded_minutes", 30, 10),
         Row("max_node_provision_minutes", 25, 15),
+    ]),
+    Table("gpu_platform.clouds.azure.cluster:AksGpuNodePool",
+          {"pool": AZURE.spec(), "resource_group_name": "rg", "cluster_name": "aks"}, [
+        Row("pool", AZURE.spec(), AZURE.spec() | {"max_nodes": 3}),
+        Row("resource_group_name", "rg", "rg2"),
+        Row("cluster_name", "aks", "aks2"),
+        Row("agent_pool_name", "a100", "gpu"),
+        Row("os_sku", "Ubuntu", "AzureLinux"),
+        Row("vnet_subnet_id", AZURE_SUBNET, AZURE_SUBNET + "2"),
+        Row("gpu_driver", "Install", "None"),
+        Row("spot_max_price", -1.0, 2.5, {"pool": AZURE.spec() | {"spot": True, "provisioning": "spot"}}),
+        Row("spot_eviction_policy", "Delete", "Deallocate",
+            {"pool": AZURE.spec() | {"spot": True, "provisioning": "spot"}}),
+        Row("availability_zones", ["1"], ["1", "2"]),
+        Row("os_disk_size_gb", 128, 256),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("initial_nodes", 0, 1),
+        Row("upgrade", {"max_surge": "1"}, {"max_surge": "2"}),
+    ]),
+    Table("gpu_platform.clouds.oci.cluster:OkeGpuNodePool", {**OKE_PLAIN, "pool": A10.spec()}, [
+        Row("pool", A10.spec(), A10.spec() | {"name": "a10b"}),
+        Row("cluster_id", OKE_PLAIN["cluster_id"], "ocid1.cluster.oc1.iad.aaaaaaaaother"),
+        Row("compartment_id", OCI_COMPARTMENT, "ocid1.compartment.oc1..aaaaaaaaother"),
+        Row("kubernetes_version", "v1.34.1", "v1.35.0", {"image_id": "ocid1.image.oc1.iad.aaaaaaaaone"}),
+        Row("worker_subnet_id", OKE_PLAIN["worker_subnet_id"], "ocid1.subnet.oc1.iad.aaaaaaaaother"),
+        Row("pod_subnet_id", OKE_PLAIN["pod_subnet_id"], "ocid1.subnet.oc1.iad.aaaaaaaaotherpods"),
+        Row("availability_domains", ["Uocm:US-ASHBURN-AD-1"], ["Uocm:US-ASHBURN-AD-2"]),
+        Row("image_id", "ocid1.image.oc1.iad.aaaaaaaaone", "ocid1.image.oc1.iad.aaaaaaaatwo"),
+        Row("zones", [1], [2], {"availability_domains": ["Uocm:US-ASHBURN-AD-1", "Uocm:US-ASHBURN-AD-2"]}),
+        Row("boot_volume_size_gib", 512, 256),
+        Row("preemptible", False, True),
+        Row("size", 0, 1),
+        Row("compute_cluster_id", "ocid1.computecluster.oc1.iad.aaaaaaaaone",
+            "ocid1.computecluster.oc1.iad.aaaaaaaatwo",
+            {"pool": OCI_H100.spec(), "image_id": "ocid1.image.oc1.iad.aaaaaaaaubuntudocaofed"}),
+        Row("disable_oke_device_plugin", False, True),
+        Row("upgrade", {"max_surge": "1"}, {"max_surge": "2"}),
     ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
