@@ -50,6 +50,11 @@ OKE_PLAIN = {"cluster_id": "ocid1.cluster.oc1.iad.aaaaaaaacluster", "compartment
              "pod_subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaapods", "availability_domains": ["Uocm:US-ASHBURN-AD-1"]}
 A10 = gpu_pool("oci", {"name": "a10", "instanceType": "VM.GPU.A10.1", "maxNodes": 3})
 OCI_H100 = GpuPool("h100", "oci", "BM.GPU.H100.8", "h100", 8, 80, 2, 2, rdma_fabric="roce", rdma_interfaces=16)
+GCP_R = "us-central1"
+G2 = gpu_pool("gcp", {"name": "l4", "instanceType": "g2-standard-8", "maxNodes": 4})
+A2_MIG = gpu_pool("gcp", {"name": "a100", "instanceType": "a2-highgpu-1g", "maxNodes": 2,
+                          "sharing": {"mode": "mig", "profile": "1g.5gb"}})
+V6E = gpu_pool("gcp", {"name": "v6e", "instanceType": "ct6e-standard-4t", "minNodes": 4, "maxNodes": 4})
 ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
          "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
@@ -386,6 +391,34 @@ TABLES = [
             "ocid1.computecluster.oc1.iad.aaaaaaaatwo",
             {"pool": OCI_H100.spec(), "image_id": "ocid1.image.oc1.iad.aaaaaaaaubuntudocaofed"}),
         Row("disable_oke_device_plugin", False, True),
+        Row("upgrade", {"max_surge": "1"}, {"max_surge": "2"}),
+    ]),
+    Table("gpu_platform.clouds.gcp.cluster:GkeGpuNodePool", {"pool": G2.spec(), "cluster": "c", "location": GCP_R}, [
+        Row("pool", G2.spec(), G2.spec() | {"name": "l4b"}),
+        Row("cluster", "c", "other"),
+        Row("location", GCP_R, "us-east1"),
+        Row("project", "gpu-platform-dev", "gpu-platform-prod"),
+        Row("node_version", "1.34", "1.35"),
+        Row("node_locations", [f"{GCP_R}-a"], [f"{GCP_R}-b"]),
+        Row("zone_count", 1, 2, {"pool": G2.spec() | {"min_nodes": 2}}),  # initial_node_count is per zone
+        Row("desired_nodes", 0, 1),
+        Row("accelerator_type", None, "nvidia-l4"),  # a G2 machine type carries its own GPUs: refused
+        Row("gpu_driver_version", "DEFAULT", "LATEST"),
+        Row("gke_sharing", True, False, {"pool": G2.spec() | {"sharing_mode": "time-slicing", "sharing_replicas": 4}}),
+        Row("gke_partitioning", True, False, {"pool": A2_MIG.spec()}),
+        Row("disable_gke_device_plugin", False, True),
+        Row("image_type", "COS_CONTAINERD", "UBUNTU_CONTAINERD"),
+        Row("service_account", "nodes@gpu-platform-dev.iam.gserviceaccount.com",
+            "gpu@gpu-platform-dev.iam.gserviceaccount.com"),
+        Row("reservation_affinity", "NO_RESERVATION", "ANY_RESERVATION"),
+        Row("compact_placement", False, True, {"node_locations": [f"{GCP_R}-a"]}),
+        Row("placement_policy_name", "compact-a", "compact-b", {"node_locations": [f"{GCP_R}-a"]}),
+        Row("additional_networks", None, [{"network": "vpc1", "subnetwork": "sub1"}]),
+        Row("disk_size_gb", 200, 300),
+        Row("disk_type", "pd-balanced", "pd-ssd"),
+        Row("image_streaming", False, True),
+        Row("tpu_topology", "4x4", "2x4", {"pool": V6E.spec(), "node_locations": ["us-east5-b"],
+                                           "location": "us-east5"}),
         Row("upgrade", {"max_surge": "1"}, {"max_surge": "2"}),
     ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
