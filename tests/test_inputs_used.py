@@ -55,6 +55,7 @@ G2 = gpu_pool("gcp", {"name": "l4", "instanceType": "g2-standard-8", "maxNodes":
 A2_MIG = gpu_pool("gcp", {"name": "a100", "instanceType": "a2-highgpu-1g", "maxNodes": 2,
                           "sharing": {"mode": "mig", "profile": "1g.5gb"}})
 V6E = gpu_pool("gcp", {"name": "v6e", "instanceType": "ct6e-standard-4t", "minNodes": 4, "maxNodes": 4})
+KARPENTER_POOL = {"pool": L4.spec(), "subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1"], "nodes": 3}
 ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
          "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
@@ -420,6 +421,23 @@ TABLES = [
         Row("tpu_topology", "4x4", "2x4", {"pool": V6E.spec(), "node_locations": ["us-east5-b"],
                                            "location": "us-east5"}),
         Row("upgrade", {"max_surge": "1"}, {"max_surge": "2"}),
+    ]),
+    Table("gpu_platform.clouds.aws.karpenter:KarpenterAutoscaler", {
+        "cluster_name": "gpu", "cluster_endpoint": "https://x", "region": "us-west-2",
+        "system_node_group_name": "gpu-system", "cluster_security_group_id": "sg-0123456789abcdef0",
+        "node_pools": [KARPENTER_POOL]}, [
+        Row("cluster_name", "gpu", "gpu2"),
+        Row("cluster_endpoint", "https://x", "https://y"),
+        Row("region", "us-west-2", "us-east-1"),
+        Row("vpc_id", "vpc-0123456789abcdef0", "vpc-0fedcba9876543210",
+            {"node_pools": [{"pool": EFA.spec(), "subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1"]}]}),
+        Row("cluster_security_group_id", "sg-0123456789abcdef0", "sg-0fedcba9876543210"),
+        Row("system_node_group_name", "gpu-system", "system"),
+        Row("system_nodes", 1, 2),  # one controller replica per system node, two at most
+        Row("node_pools", [KARPENTER_POOL], [KARPENTER_POOL | {"nodes": 4}]),
+        Row("consolidate_after_minutes", 30, 10),
+        Row("maintenance_window", {"days": ["Saturday"]}, {"days": ["Sunday"]}),
+        Row("tags", {"team": "a"}, {"team": "b"}),
     ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
