@@ -10,13 +10,14 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import pulumi
 import pytest
 from conftest import planned_stack
 
-from gpu_platform import provider
+from gpu_platform import provider, versions
 from gpu_platform.component_args import type_hints
 from gpu_platform.errors import ConfigError
-from gpu_platform.pool_builder import gpu_pool
+from gpu_platform.pool_builder import gpu_pool, pool_args
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.testing import run_program
 
@@ -56,6 +57,15 @@ A2_MIG = gpu_pool("gcp", {"name": "a100", "instanceType": "a2-highgpu-1g", "maxN
                           "sharing": {"mode": "mig", "profile": "1g.5gb"}})
 V6E = gpu_pool("gcp", {"name": "v6e", "instanceType": "ct6e-standard-4t", "minNodes": 4, "maxNodes": 4})
 KARPENTER_POOL = {"pool": L4.spec(), "subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1"], "nodes": 3}
+OKE_VCN = {"vcn_id": "ocid1.vcn.oc1.iad.aaaaaaaaone", "endpoint_subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaaendpoint",
+           "worker_subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaaworkers",
+           "pod_subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaapods",
+           "load_balancer_subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaalbs", "vcn_cidr": None}
+EKS = {"cluster_name": "gpu", "region": "us-west-2", "kubernetes_version": "1.34",
+       "addon_versions": dict(versions.EKS_ADDONS["1.34"]), "availability_zones": ["us-west-2a", "us-west-2b"]}
+EKS_VPC = {"availability_zones": None, "private_subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"],
+           "vpc_id": "vpc-0123456789abcdef0"}
+EKS_POOL = pool_args("aws", {"name": "l4", "instanceType": "g6.xlarge", "maxNodes": 3})
 ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
          "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
@@ -439,6 +449,37 @@ TABLES = [
         Row("maintenance_window", {"days": ["Saturday"]}, {"days": ["Sunday"]}),
         Row("tags", {"team": "a"}, {"team": "b"}),
     ]),
+    Table("gpu_platform.clouds.oci.cluster:OkeCluster", {"compartment_id": OCI_COMPARTMENT}, [
+        Row("compartment_id", OCI_COMPARTMENT, "ocid1.compartment.oc1..aaaaaaaaother"),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("cluster_name", "oke", "gpu"),
+        Row("vcn_cidr", "10.0.0.0/16", "10.8.0.0/16"),
+        Row("vcn_id", "ocid1.vcn.oc1.iad.aaaaaaaaone", "ocid1.vcn.oc1.iad.aaaaaaaatwo", OKE_VCN),
+        *[Row(key, OKE_VCN[key], OKE_VCN[key] + "b", {**OKE_VCN, "vcn_id": "ocid1.vcn.oc1.iad.aaaaaaaaone"})
+          for key in ("endpoint_subnet_id", "worker_subnet_id", "pod_subnet_id", "load_balancer_subnet_id")],
+        Row("api_allowed_cidrs", ["203.0.113.0/24"], ["198.51.100.0/24"]),
+        Row("secrets_encryption", True, False),
+    ]),
+    Table("gpu_platform.clouds.aws.cluster:EksCluster", EKS, [
+        Row("cluster_name", "gpu", "gpu2"),
+        Row("region", "us-west-2", "us-east-1", {"availability_zones": None}),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("addon_versions", EKS["addon_versions"],
+            {**EKS["addon_versions"], "coredns": EKS["addon_versions"]["coredns"] + "x"}),
+        Row("vpc_id", "vpc-0123456789abcdef0", "vpc-0fedcba9876543210", EKS_VPC),
+        Row("private_subnet_ids", EKS_VPC["private_subnet_ids"], EKS_VPC["private_subnet_ids"][::-1], EKS_VPC),
+        Row("public_subnet_ids", ["subnet-0ccccccccccccccc3"], ["subnet-0ddddddddddddddd4"], EKS_VPC),
+        Row("vpc_cidr", "10.0.0.0/16", "10.8.0.0/16"),
+        Row("availability_zones", ["us-west-2a", "us-west-2b"], ["us-west-2a", "us-west-2c"]),
+        Row("single_nat_gateway", True, False),
+        Row("admin_role_arns", ["arn:aws:iam::123456789012:role/a"], ["arn:aws:iam::123456789012:role/b"]),
+        Row("system_node_instance_type", "m6i.xlarge", "m6i.2xlarge"),
+        Row("system_nodes", 2, 3),
+        Row("api_allowed_cidrs", ["203.0.113.0/24"], ["198.51.100.0/24"]),
+        Row("secrets_encryption", True, False),
+        Row("gpu_pools", [], [EKS_POOL]),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+    ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
         Row("vpa_mode", "Off", "Initial"),
@@ -460,16 +501,25 @@ def _plain(value: Any) -> bool:
 
 
 def outcome(build: Callable[[], Any]) -> tuple[str, Any]:
-    """("refused", the line) or ("plan", every registration: URN and inputs, with the component's plain attributes:
-    what other components are built from, such as the gateway's ``data_plane_peers`` its routes carry)."""
+    """("refused", the line) or ("plan", every registration: URN and inputs, with the component's attributes: what
+    other components are built from, such as the gateway's ``data_plane_peers`` its routes carry or a cluster's
+    subnet ids its pools take; Outputs resolved through stack exports)."""
     made: list[Any] = []
+
+    def program():
+        made.append(build())
+        for key, value in vars(made[0]).items():
+            if not key.startswith("_") and isinstance(value, pulumi.Output):
+                pulumi.export(key, value)
+
     try:
-        recording = run_program(lambda: made.append(build()))
+        recording = run_program(program)
     except ConfigError as err:
         return "refused", str(err)
     attributes = {k: v for k, v in vars(made[0]).items() if not k.startswith("_") and _plain(v)}
     return "plan", (sorted((r.urn, json.dumps(r.inputs, sort_keys=True)) for r in recording),
-                    json.dumps(attributes, sort_keys=True, default=str))
+                    json.dumps(attributes, sort_keys=True, default=str),
+                    json.dumps(recording.exports, sort_keys=True, default=str))
 
 
 def _declared(component: str) -> set[str]:
