@@ -66,6 +66,9 @@ EKS = {"cluster_name": "gpu", "region": "us-west-2", "kubernetes_version": "1.34
 EKS_VPC = {"availability_zones": None, "private_subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"],
            "vpc_id": "vpc-0123456789abcdef0"}
 EKS_POOL = pool_args("aws", {"name": "l4", "instanceType": "g6.xlarge", "maxNodes": 3})
+AKS_POOL = pool_args("azure", {"name": "a100", "instanceType": "Standard_NC24ads_A100_v4", "maxNodes": 3})
+AKS_IB_POOL = pool_args("azure", {"name": "h100", "instanceType": "Standard_ND96isr_H100_v5", "minNodes": 2,
+                                  "maxNodes": 2, "rdma": True})
 ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
          "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
@@ -479,6 +482,34 @@ TABLES = [
         Row("secrets_encryption", True, False),
         Row("gpu_pools", [], [EKS_POOL]),
         Row("tags", {"team": "a"}, {"team": "b"}),
+    ]),
+    Table("gpu_platform.clouds.azure.cluster:AksCluster", {"location": "westeurope"}, [
+        Row("location", "westeurope", "eastus"),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("resource_group_name", "rg-one", "rg-two"),
+        Row("cluster_name", "aks-one", "aks-two"),
+        Row("vnet_subnet_id", AZURE_SUBNET, AZURE_SUBNET + "2"),
+        Row("vnet_address_space", "10.224.0.0/12", "10.128.0.0/12", {"subnet_address_prefix": "10.128.0.0/16",
+                                                                     "pod_cidr": "10.244.0.0/16"}),
+        Row("subnet_address_prefix", "10.224.0.0/16", "10.225.0.0/16"),
+        Row("pod_cidr", "10.244.0.0/16", "10.245.0.0/16"),
+        Row("service_cidr", "10.0.0.0/16", "10.1.0.0/16", {"dns_service_ip": None}),
+        Row("dns_service_ip", "10.0.0.10", "10.0.0.11"),
+        Row("os_sku", "Ubuntu", "AzureLinux"),
+        Row("system_pool_vm_size", "Standard_D4ds_v5", "Standard_D8ds_v5"),
+        Row("system_pool_min_nodes", 2, 3),
+        Row("system_pool_max_nodes", 3, 4),
+        Row("sku_tier", "Standard", "Free"),
+        Row("gpu_pools", [], [AKS_POOL]),
+        Row("register_infiniband_feature", True, False, {"gpu_pools": [AKS_IB_POOL]}),
+        Row("auto_scaler_profile", {"scan_interval": "10s"}, {"scan_interval": "20s"}),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+        Row("api_allowed_cidrs", ["203.0.113.0/24"], ["198.51.100.0/24"]),
+        Row("secrets_encryption", True, False),
+        Row("admin_group_object_ids", ["00000000-0000-0000-0000-00000000000a"],
+            ["00000000-0000-0000-0000-00000000000b"]),
+        Row("maintenance_window", {"days": ["Saturday"]}, {"days": ["Sunday"]}),
+        Row("blob_csi_driver", False, True),
     ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
