@@ -69,6 +69,10 @@ EKS_POOL = pool_args("aws", {"name": "l4", "instanceType": "g6.xlarge", "maxNode
 AKS_POOL = pool_args("azure", {"name": "a100", "instanceType": "Standard_NC24ads_A100_v4", "maxNodes": 3})
 AKS_IB_POOL = pool_args("azure", {"name": "h100", "instanceType": "Standard_ND96isr_H100_v5", "minNodes": 2,
                                   "maxNodes": 2, "rdma": True})
+GKE_NET = {"network": "vpc-one", "subnetwork": "nodes-one"}
+GKE_ENTRY = pool_args("gcp", {"name": "l4", "instanceType": "g2-standard-8", "maxNodes": 4})
+GKE_GPU_VPC = {"key": "vpc1", "mtu": 8244,
+               "subnets": [{"name": "vpc1", "cidr": "192.168.0.0/21", "device_mode": "NetDevice"}]}
 ROUTE = {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
          "implementation": "envoy-gateway"}
 GKE = {"cloud": "gcp", "class_name": "gke-l7-rilb", "proxy_source_ranges": ["10.9.0.0/23"]}
@@ -511,6 +515,42 @@ TABLES = [
         Row("maintenance_window", {"days": ["Saturday"]}, {"days": ["Sunday"]}),
         Row("blob_csi_driver", False, True),
     ]),
+    Table("gpu_platform.clouds.gcp.cluster:GkeCluster", {"region": GCP_R}, [
+        Row("region", GCP_R, "us-east1"),
+        Row("project", "gpu-platform-dev", "gpu-platform-prod"),
+        Row("zone", f"{GCP_R}-a", f"{GCP_R}-b"),
+        Row("cluster_name", "gke-one", "gke-two"),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("release_channel", "REGULAR", "STABLE"),
+        Row("network", "vpc-one", "vpc-two", GKE_NET),
+        Row("subnetwork", "nodes-one", "nodes-two", GKE_NET),
+        Row("pods_range_name", "pods", "pod-range", GKE_NET),
+        Row("services_range_name", "services", "service-range", GKE_NET),
+        Row("node_cidr", "10.0.0.0/20", "10.1.0.0/20"),
+        Row("pod_cidr", "10.4.0.0/14", "10.16.0.0/14"),
+        Row("service_cidr", "10.8.0.0/20", "10.9.16.0/20"),
+        Row("private_nodes", True, False),
+        Row("api_allowed_cidrs", ["203.0.113.0/24"], ["198.51.100.0/24"]),
+        Row("secrets_encryption", True, False),
+        Row("system_machine_type", "e2-standard-4", "e2-standard-8"),
+        Row("system_min_nodes", 1, 2),
+        Row("system_max_nodes", 3, 4),
+        Row("system_disk_size_gb", 100, 200),
+        Row("node_service_account", "nodes@gpu-platform-dev.iam.gserviceaccount.com",
+            "gke@gpu-platform-dev.iam.gserviceaccount.com"),
+        Row("managed_dcgm", False, True),
+        Row("multi_networking", False, True),
+        Row("gpu_pools", [], [GKE_ENTRY]),
+        Row("gpu_networks", None, [GKE_GPU_VPC]),
+        Row("gpu_network_cidr", "192.168.0.0/16", "172.16.0.0/16", {"gpu_networks": [GKE_GPU_VPC]}),
+        Row("deletion_protection", True, False),
+        Row("autoscaling_profile", "BALANCED", "OPTIMIZE_UTILIZATION"),
+        Row("gateway_api", False, True),
+        Row("lustre_csi_driver", False, True),
+        Row("gcs_fuse_csi_driver", False, True),
+        Row("maintenance_window", {"days": ["Saturday"]}, {"days": ["Sunday"]}),
+        Row("proxy_only_cidr", "10.9.0.0/23", "10.10.0.0/23", {"gateway_api": True}),
+    ]),
     Table("gpu_platform.autoscaling.workload_autoscaling:WorkloadAutoscaling", {"vpa_targets": [TARGET]}, [
         Row("vpa_targets", [TARGET], [TARGET | {"name": "other"}]),
         Row("vpa_mode", "Off", "Initial"),
@@ -711,3 +751,18 @@ def test_llm_autoscaling_settings_without_prometheus_are_refused():
     assert outcome(lambda: LlmService("chat", {"pool": LLM_POOL.spec(), "model": MODEL, "max_replicas": 3})) == (
         "refused", "LlmService chat: max_replicas: takes effect only with prometheus_url (KEDA's triggers query it; "
                    "without it the replicas stay fixed)")
+
+
+UNTABLED = {
+    "gpu_platform.scheduling.policy:SchedulingPolicy": "issue 38's team inputs (group, storage_quota, borrowing and "
+                                                       "lending limits) are being wired in the same round",
+    "gpu_platform.scheduling.tenancy:TeamNamespace": "the same team object",
+    "gpu_platform.storage.data_plane:DataPlaneStorage": "issue 38's storage checks, same round",
+}
+"""Served components without a table yet, and why."""
+
+
+def test_every_served_component_has_a_table_or_a_reason():
+    tabled = {table.component for table in TABLES}
+    assert sorted(set(provider.COMPONENTS) - tabled) == sorted(UNTABLED)
+    assert not tabled & set(UNTABLED)
