@@ -503,7 +503,9 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
                                       f"characters, '{pool.name}' has {len(pool.name)}")
     shape = catalog.SHAPES[("gcp", pool.instance_type)]
     accelerator = args.get("accelerator_type")
-    if accelerator is not None and shape.accelerator_type:  # even its own type: the argument would change nothing
+    # Even its own type: the argument would change nothing (a TPU machine type's own is refused by `_check_tpu`).
+    own = accelerator == shape.accelerator_type and pool.vendor == catalog.GOOGLE_TPU
+    if accelerator is not None and shape.accelerator_type and not own:
         checker.fail(at("accelerator_type"), f"'{pool.instance_type}' carries its own GPUs "
                                              f"({shape.accelerator_type}); leave accelerator_type out")
     if accelerator is not None and not shape.accelerator_type and accelerator != default_accelerator(pool):
