@@ -86,6 +86,34 @@ def test_keyword_arguments_are_the_args_mapping():
     assert named.one("kubernetes:core/v1:ResourceQuota").inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "4"
 
 
+def test_every_served_component_takes_keyword_arguments():
+    from gpu_platform import provider
+    from gpu_platform.component_args import KeywordArgs
+
+    assert [path for path in provider.COMPONENTS if not isinstance(provider.load(path), KeywordArgs)] == []
+
+
+OKE_FILE_SYSTEM = {"compartment_id": "ocid1.compartment.oc1..aaaa", "availability_domain": "Uocm:US-ASHBURN-AD-1",
+                   "vcn_id": "ocid1.vcn.oc1.iad.aaaa", "subnet_id": "ocid1.subnet.oc1.iad.aaaa",
+                   "client_cidr": "10.0.16.0/20", "size_gib": 4096}
+
+
+@pytest.mark.parametrize(("path", "args"), [
+    # A storage component: its DataPlaneStorage mixin base and the metaclass go together.
+    ("gpu_platform.clouds.oci.storage_components:OkeSharedFileSystem", OKE_FILE_SYSTEM),
+    ("gpu_platform.scheduling.multikueue:MultiKueueManager",
+     {"workers": [{"name": "us", "stack": "acme/gpu-platform/worker-us"}]}),
+])
+def test_keyword_arguments_of_the_storage_and_multikueue_components(path, args):
+    from gpu_platform import provider
+
+    cls = provider.load(path)
+    by_keyword = run_program(lambda: cls("c", **args))
+    by_mapping = run_program(lambda: cls("c", args))
+    assert len(by_mapping) > 1
+    assert [(r.urn, r.inputs) for r in by_keyword] == [(r.urn, r.inputs) for r in by_mapping]
+
+
 @pytest.mark.parametrize(("build", "line"), [
     (lambda: NvidiaGpuStack("nv", {"cloud": "aws"}, cloud="gcp"),
      "NvidiaGpuStack nv: cloud: is given twice, as a keyword and in args: give it once"),

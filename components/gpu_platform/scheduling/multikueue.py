@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ..component_args import Args, matching
+from ..component_args import Args, KeywordArgs, matching
 from ..kubernetes_base.common import child_opts
 from ..kubernetes_base.custom_object import KubernetesObject
 from . import multikueue_objects
@@ -77,7 +77,7 @@ def checked_manager_args(name: str, args: MultiKueueManagerArgs) -> dict:
     return checked
 
 
-class MultiKueueManager(pulumi.ComponentResource):
+class MultiKueueManager(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The manager's side of MultiKueue: worker kubeconfig Secrets (from StackReferences), MultiKueueClusters, a
     MultiKueueConfig and the AdmissionCheck team ClusterQueues name (`admission_check_name`)."""
 
@@ -114,7 +114,7 @@ class MultiKueueManager(pulumi.ComponentResource):
                                "worker_names": [w.name for w in workers]})
 
 
-class MultiKueueWorkerAccess(pulumi.ComponentResource):
+class MultiKueueWorkerAccess(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The worker's side of MultiKueue: what the manager may do here, and the kubeconfig it does it with."""
 
     kubeconfig: pulumi.Output[str]

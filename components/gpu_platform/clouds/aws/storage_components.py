@@ -12,7 +12,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 from typing_extensions import Required
 
-from ...component_args import KUBERNETES_VERSION, Args, Rule, choice
+from ...component_args import KUBERNETES_VERSION, Args, KeywordArgs, Rule, choice
 from ...kubernetes_base.common import child_opts
 from ...security.pod_security import RUN_AS_ID
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
@@ -72,7 +72,7 @@ FILE_SYSTEM_RULES: dict[str, Rule] = {
 }
 
 
-class EksSharedFileSystem(FileSystemClaims, pulumi.ComponentResource):
+class EksSharedFileSystem(FileSystemClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """An FSx for Lustre file system (``PERSISTENT_2``, SSD, Lustre 2.15, LZ4) in one subnet of an EKS cluster's VPC,
     its security group (Lustre TCP 988 and 1018-1023 both ways with itself and the nodes), and the
     ``aws-fsx-csi-driver`` add-on.
@@ -168,7 +168,7 @@ class EksBucketAccessArgs(TypedDict, total=False):
     """Tags of every resource."""
 
 
-class EksBucketAccess(BucketClaims, pulumi.ComponentResource):
+class EksBucketAccess(BucketClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """Mountpoint for S3 with pod-level credentials: the ``aws-mountpoint-s3-csi-driver`` add-on, one IAM role whose
     policy names exactly the buckets, trusted by EKS Pod Identity for ``storage-access`` in ``namespaces`` only,
     and one Pod Identity association per namespace. No driver-wide role, no keys.

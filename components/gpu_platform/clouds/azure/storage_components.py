@@ -14,7 +14,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 from typing_extensions import Required
 
-from ...component_args import Args, choice
+from ...component_args import Args, KeywordArgs, choice
 from ...kubernetes_base.common import child_opts
 from ...labels import AZURE_WORKLOAD_IDENTITY_CLIENT_ID_ANNOTATION, AZURE_WORKLOAD_IDENTITY_USE_LABEL
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
@@ -63,7 +63,7 @@ def _subnet_problem(cidr: str, size_gib: int) -> Optional[str]:
     return None
 
 
-class AksSharedFileSystem(FileSystemClaims, pulumi.ComponentResource):
+class AksSharedFileSystem(FileSystemClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """An Azure Managed Lustre file system (``AMLFS-Durable-Premium-<tier>``, maintenance Sunday 02:00 UTC) in a
     subnet of its own in an AKS cluster's VNet.
 
@@ -134,7 +134,7 @@ class AksBucketAccessArgs(TypedDict, total=False):
     """Tags of the identity."""
 
 
-class AksBucketAccess(BucketClaims, pulumi.ComponentResource):
+class AksBucketAccess(BucketClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """Blob containers through AKS's Blob CSI driver with Azure Workload Identity: one user-assigned identity, a
     federated credential for ``storage-access`` in each of ``namespaces`` (one after another: Azure refuses
     concurrent writes on one identity), and a role assignment per container scoped to that container. No keys.

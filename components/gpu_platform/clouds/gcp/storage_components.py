@@ -13,7 +13,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 from typing_extensions import Required
 
-from ...component_args import Args, matching
+from ...component_args import Args, KeywordArgs, matching
 from ...kubernetes_base.common import child_opts
 from ...labels import GKE_GCSFUSE_VOLUMES_ANNOTATION
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
@@ -73,7 +73,7 @@ class GkeSharedFileSystemArgs(TypedDict, total=False):
 FILESYSTEM = matching(r"[a-z][a-z0-9]{0,7}", "a file system name (a letter, then letters and digits, at most 8)")
 
 
-class GkeSharedFileSystem(FileSystemClaims, pulumi.ComponentResource):
+class GkeSharedFileSystem(FileSystemClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """A Google Cloud Managed Lustre instance (``lustre.Instance``) in one zone of a GKE cluster's network, with
     private services access and a firewall rule for Lustre's port when ``network_id`` says the program owns the
     network.
@@ -161,7 +161,7 @@ class GkeBucketAccessArgs(TypedDict, total=False):
     read-write ones."""
 
 
-class GkeBucketAccess(BucketClaims, pulumi.ComponentResource):
+class GkeBucketAccess(BucketClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """Cloud Storage FUSE with Workload Identity Federation: one ``storage.BucketIAMMember`` per bucket and namespace
     for that namespace's ``storage-access`` ServiceAccount as a principal. No Google service account, no keys.
 

@@ -13,7 +13,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 from typing_extensions import Required
 
-from ...component_args import Args, at_least
+from ...component_args import Args, KeywordArgs, at_least
 from ...kubernetes_base.common import all_pool_tolerations, check_pool_set, child_opts, pools_of
 from ...pools import GpuPoolSpec
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
@@ -46,7 +46,7 @@ class OkeSharedFileSystemArgs(TypedDict, total=False):
     """The file system's hard size quota in GiB (File Storage grows with what is stored; this is its ceiling)."""
 
 
-class OkeSharedFileSystem(FileSystemClaims, pulumi.ComponentResource):
+class OkeSharedFileSystem(FileSystemClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """An OCI File Storage file system with a hard file-system-level quota, a mount target in the workers' subnet
     with a network security group admitting NFS from the workers, and an export at ``/gpu-platform``.
 
@@ -124,7 +124,7 @@ class OkeBucketAccessArgs(TypedDict, total=False):
     """The policy's description. Default ``rclone CSI driver of <name>: ...``."""
 
 
-class OkeBucketAccess(BucketClaims, pulumi.ComponentResource):
+class OkeBucketAccess(BucketClaims, pulumi.ComponentResource, metaclass=KeywordArgs):
     """Object Storage through the rclone CSI driver with OKE workload identity: one IAM policy granting the driver's
     node plugin (``kube-system/csi-rclone-nodeplugin`` of this cluster) exactly the buckets, and the driver's chart
     for `DataPlaneStorage` to install. The identity is driver-wide (rclone runs in the node plugin): the
