@@ -557,3 +557,18 @@ def test_worker_access_takes_the_server_of_the_given_context():
     run_program(program, stack="w2")
     assert seen["value"]["clusters"] == [{"name": "w2", "cluster": {"server": "https://w2:443",
                                                                     "certificate-authority-data": "Y2E="}}]
+
+
+def test_a_context_the_kubeconfig_lacks_is_refused_not_swapped_for_another(pulumi_mocks):
+    kubeconfig = sample_kubeconfig("w1", "https://w1:443")
+    with pytest.raises(ConfigError) as err:
+        MultiKueueWorkerAccess("mk", {"cluster_kubeconfig": kubeconfig, "context": "admin@w2"})
+    assert str(err.value) == ("MultiKueueWorkerAccess mk: context: 'admin@w2' is not a context of the cluster's "
+                              "kubeconfig (its contexts: w1)")
+    assert len(pulumi_mocks.finish()) == 0
+    # A kubeconfig known only at deploy time: the same words when the kubeconfig is read.
+    with pytest.raises(ValueError) as value_err:
+        mo.worker_kubeconfig(kubeconfig, "dG9r", context="admin@w2")
+    assert str(value_err.value) == "'admin@w2' is not a context of the cluster's kubeconfig (its contexts: w1)"
+    assert mo.missing_context(kubeconfig, "w1") is None
+    assert mo.missing_context("", "w1") == "'w1' is not a context of the cluster's kubeconfig (its contexts: none)"

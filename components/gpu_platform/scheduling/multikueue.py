@@ -52,7 +52,8 @@ class MultiKueueWorkerAccessArgs(TypedDict, total=False):
     """The worker cluster's kubeconfig: its server and CA data go into the manager's kubeconfig (its credentials
     do not)."""
     context: Optional[str]
-    """The kubeconfig context whose cluster is the worker. Default: its current context."""
+    """The kubeconfig context whose cluster is the worker. Default: its current context. A context the kubeconfig
+    does not have is refused."""
 
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -120,7 +121,13 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource, metaclass=KeywordArgs):
     kubeconfig: pulumi.Output[str]
 
     def __init__(self, name: str, args: MultiKueueWorkerAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        args = Args("MultiKueueWorkerAccess", name).check(args, MultiKueueWorkerAccessArgs)  # before registering
+        checker = Args("MultiKueueWorkerAccess", name)
+        args = checker.check(args, MultiKueueWorkerAccessArgs)  # before registering
+        context = args.get("context")
+        if context is not None and isinstance(args["cluster_kubeconfig"], str):
+            problem = multikueue_objects.missing_context(args["cluster_kubeconfig"], context)
+            if problem is not None:
+                checker.fail("context", problem)
         super().__init__("gpuplatform:index:MultiKueueWorkerAccess", name, {}, opts)
         sa_body, role_body, binding_body, token_body = (
             multikueue_objects.service_account(), multikueue_objects.cluster_role(),
@@ -139,7 +146,6 @@ class MultiKueueWorkerAccess(pulumi.ComponentResource, metaclass=KeywordArgs):
         self.token_secret = k8s.core.v1.Secret(
             f"{name}-token", metadata=token_body["metadata"], type=token_body["type"],
             opts=child_opts(self, opts, depends_on=[self.service_account]))
-        context = args.get("context")
         self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(args["cluster_kubeconfig"], self.token_secret.data)
                                                .apply(lambda a: multikueue_objects.worker_kubeconfig(
                                                    a[0], (a[1] or {}).get("token"), context)))

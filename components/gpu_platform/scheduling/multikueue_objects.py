@@ -113,17 +113,32 @@ def _named(entries: list, name: Optional[str]) -> Optional[dict]:
     return None
 
 
+def missing_context(cluster_kubeconfig: str, context: str) -> Optional[str]:
+    """Why ``context`` is no context of ``cluster_kubeconfig``, or None: a context given by name is never swapped for
+    another (the manager would dispatch to the wrong cluster)."""
+    document = yaml.safe_load(cluster_kubeconfig or "") or {}
+    entries = document.get("contexts") if isinstance(document, dict) else None
+    names = [e.get("name") for e in entries or [] if isinstance(e, dict)]
+    if context in names:
+        return None
+    listed = ", ".join(map(str, names)) or "none"
+    return f"'{context}' is not a context of the cluster's kubeconfig (its contexts: {listed})"
+
+
 def worker_kubeconfig(cluster_kubeconfig: str, token_base64: Optional[str], context: Optional[str] = None) -> str:
     """The kubeconfig the manager uses on the worker: the server and CA data of ``cluster_kubeconfig``'s context
     (``context``, else its current one), the ServiceAccount's token (``token_base64``: as the Secret's ``data`` holds
-    it) as the only credential. Raises ValueError when the cluster's kubeconfig names no server or CA data, or when
-    there is no token yet."""
+    it) as the only credential. Raises ValueError when ``context`` is not one of its contexts, when the cluster's
+    kubeconfig names no server or CA data, or when there is no token yet."""
     if not token_base64:
         raise ValueError(f"the Secret {SERVICE_ACCOUNT} in {KUEUE_NAMESPACE} has no token yet (the token controller "
                          "fills it)")
     document = yaml.safe_load(cluster_kubeconfig or "") or {}
     if not isinstance(document, dict):
         raise ValueError("the cluster's kubeconfig is not a kubeconfig document")
+    problem = missing_context(cluster_kubeconfig, context) if context is not None else None
+    if problem is not None:
+        raise ValueError(problem)
     wanted = context or document.get("current-context")
     found = _named(document.get("contexts", []), wanted) or _named(document.get("contexts", []), None)
     cluster_name = (found or {}).get("context", {}).get("cluster")
