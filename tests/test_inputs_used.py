@@ -3,12 +3,14 @@ another, changes the resources the component registers, or one of the two values
 
 The table holds, per component, a baseline and one pair of values per input (with what else the input needs given
 in both runs); a component listed here must list every input its args TypedDict declares, so an input added later
-without a row fails `test_every_input_of_a_tabled_component_has_a_row`."""
+without a row fails `test_every_input_of_a_tabled_component_has_a_row`. A storage component's table also builds the
+`DataPlaneStorage` a program mounts it with (`Table.compose`): what it registers from the component counts too. An
+output counts by its value, a secret one included (a MultiKueue worker's kubeconfig)."""
 
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import pulumi
 import pytest
@@ -19,7 +21,7 @@ from gpu_platform.component_args import type_hints
 from gpu_platform.errors import ConfigError
 from gpu_platform.pool_builder import gpu_pool, pool_args
 from gpu_platform.pools import GpuPool, Sharing
-from gpu_platform.testing import run_program
+from gpu_platform.testing import run_program, sample_kubeconfig
 
 L4 = GpuPool("l4", "aws", "g6.12xlarge", "l4", 4, 24, 0, 3)
 L4_SHARED = GpuPool("l4", "aws", "g6.12xlarge", "l4", 4, 24, 0, 3, sharing=Sharing("time-slicing", 4))
@@ -91,6 +93,56 @@ HPA_ON_TARGET = {**HPA, "metadata": {"name": "reference-training", "namespace": 
                                                             "name": "reference-training"}}}
 
 
+# The storage components: what a program gives them from its cluster component, and what they give
+# `DataPlaneStorage` (`compose`: a claim on the file system, the buckets' claims in a granted namespace).
+FSX = {"cluster_name": "gpu", "kubernetes_version": "1.34", "vpc_id": "vpc-0123456789abcdef0",
+       "subnet_id": "subnet-0aaaaaaaaaaaaaaa1", "node_security_group_id": "sg-0123456789abcdef0", "size_gib": 2400}
+S3 = {"name": "datasets", "bucket": "acme-datasets"}
+EKS_BUCKETS = {"cluster_name": "gpu", "kubernetes_version": "1.34", "region": "us-west-2", "namespaces": ["research"],
+               "buckets": [S3]}
+AMLFS = {"resource_group_name": "rg", "location": "westeurope", "virtual_network_name": "vnet",
+         "subnet_address_prefix": "10.225.0.0/27", "size_gib": 8192}
+BLOB = {"name": "datasets", "bucket": "datasets", "storage_account": "acmedata"}
+AKS_BUCKETS = {"resource_group_name": "rg", "location": "westeurope", "oidc_issuer_url": "https://oidc.example.com/a",
+               "namespaces": ["research"], "buckets": [BLOB]}
+GKE_LUSTRE = {"project": "acme-ml", "zone": "us-central1-c", "network": "vpc-one", "size_gib": 18000}
+GKE_BUCKETS = {"project": "acme-ml", "namespaces": ["research"], "buckets": [S3]}
+OKE_FSS = {"compartment_id": OCI_COMPARTMENT, "availability_domain": "Uocm:US-ASHBURN-AD-1",
+           "vcn_id": "ocid1.vcn.oc1.iad.aaaaaaaaone", "subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaaworkers",
+           "client_cidr": "10.0.16.0/20", "size_gib": 4096}
+OKE_BUCKETS = {"compartment_id": OCI_COMPARTMENT, "cluster_id": "ocid1.cluster.oc1.iad.aaaaaaaacluster",
+               "region": "us-ashburn-1", "buckets": [S3]}
+WORKER_US = {"name": "us-central1", "stack": "acme/gpu-platform/mk-worker-us"}
+WORKER_EU = {"name": "europe-west4", "stack": "acme/gpu-platform/mk-worker-eu"}
+W1 = json.loads(sample_kubeconfig("w1", "https://w1:443"))
+TWO_CONTEXTS = json.dumps({**W1, "clusters": [*W1["clusters"], {"name": "w2", "cluster": {
+    "server": "https://w2:443", "certificate-authority-data": "Y2E="}}], "contexts": [*W1["contexts"], {
+    "name": "w2", "context": {"cluster": "w2", "user": "w1"}}]})
+"""A kubeconfig of two clusters, a context each."""
+CSI = {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0::research-data"}
+CLAIM = {"name": "research-data", "namespace": "research", "size": "100Gi", "storage_class": "efs"}
+STATIC = {"name": "research-data", "namespace": "research", "size": "100Gi", "csi": CSI,
+          "directory": "teams/research/data"}
+ROOT = {"root_csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0::root"}, "volumes": [STATIC]}
+PRE_PULL = {"pool": L4.spec(), "images": ["nvcr.io/nvidia/pytorch:26.06-py3"]}
+
+
+def mounted_file_system(file_system):
+    """`DataPlaneStorage` with one claim on ``file_system`` and its directories Job (a composed program's)."""
+    from gpu_platform.storage.data_plane import DataPlaneStorage
+
+    return DataPlaneStorage("c-storage", {
+        **file_system.data_plane_args(),
+        "volumes": [file_system.volume("research", "research-data", "100Gi", "teams/research/data")]})
+
+
+def mounted_buckets(access):
+    """`DataPlaneStorage` with the buckets' claims and ServiceAccount in ``research`` (a composed program's)."""
+    from gpu_platform.storage.data_plane import DataPlaneStorage
+
+    return DataPlaneStorage("c-storage", access.data_plane_args(["research"]))
+
+
 class Row(NamedTuple):
     """One input: its two sample values, and what else both runs give (an input that takes effect only with
     another)."""
@@ -106,6 +158,10 @@ class Table(NamedTuple):
     """``module:Class`` as in `provider.COMPONENTS`."""
     base: dict[str, Any]
     rows: list[Row]
+    compose: Optional[Callable[[Any], Any]] = None
+    """What a program builds from the component, whose registrations count too: the storage components exist to be
+    mounted, so some of their inputs (a bucket's region in its mount options, the pools the bucket driver's node
+    plugin tolerates) reach only the objects `DataPlaneStorage` registers from them."""
 
 
 TABLES = [
@@ -560,6 +616,100 @@ TABLES = [
         Row("metrics_server", False, True),
         Row("namespace", "vpa", "autoscaling"),
     ]),
+    Table("gpu_platform.clouds.aws.storage_components:EksSharedFileSystem", FSX, [
+        Row("cluster_name", "gpu", "gpu2"),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("vpc_id", "vpc-0123456789abcdef0", "vpc-0fedcba9876543210"),
+        Row("subnet_id", "subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"),
+        Row("node_security_group_id", "sg-0123456789abcdef0", "sg-0fedcba9876543210"),
+        Row("size_gib", 2400, 4800),
+        Row("throughput_per_tib", 125, 250),
+        Row("description", "FSx for Lustre of a", "FSx for Lustre of b"),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+    ], mounted_file_system),
+    Table("gpu_platform.clouds.aws.storage_components:EksBucketAccess", EKS_BUCKETS, [
+        Row("cluster_name", "gpu", "gpu2"),
+        Row("kubernetes_version", "1.34", "1.35"),
+        Row("region", "us-west-2", "us-east-1"),  # Mountpoint's region mount option
+        Row("namespaces", ["research"], ["research", "product"]),
+        Row("buckets", [S3], [S3 | {"bucket": "acme-other"}]),
+        Row("description", "Bucket access of a", "Bucket access of b"),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+    ], mounted_buckets),
+    Table("gpu_platform.clouds.azure.storage_components:AksSharedFileSystem", AMLFS, [
+        Row("resource_group_name", "rg", "rg2"),
+        Row("location", "westeurope", "eastus"),
+        Row("virtual_network_name", "vnet", "vnet2"),
+        Row("subnet_address_prefix", "10.225.0.0/27", "10.226.0.0/27"),
+        Row("size_gib", 8192, 16384),
+        Row("throughput_per_tib", 500, 250),
+        Row("zone", "1", "2"),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+    ], mounted_file_system),
+    Table("gpu_platform.clouds.azure.storage_components:AksBucketAccess", AKS_BUCKETS, [
+        Row("resource_group_name", "rg", "rg2"),
+        Row("location", "westeurope", "eastus"),
+        Row("oidc_issuer_url", "https://oidc.example.com/a", "https://oidc.example.com/b"),
+        Row("namespaces", ["research"], ["research", "product"]),
+        Row("buckets", [BLOB], [BLOB | {"bucket": "checkpoints"}]),
+        Row("storage_resource_group", "rg-data", "rg-data2"),
+        Row("tags", {"team": "a"}, {"team": "b"}),
+    ], mounted_buckets),
+    Table("gpu_platform.clouds.gcp.storage_components:GkeSharedFileSystem", GKE_LUSTRE, [
+        Row("project", "acme-ml", "acme-research"),
+        Row("zone", "us-central1-c", "us-central1-a"),
+        Row("network", "vpc-one", "vpc-two"),
+        Row("network_id", None, "projects/acme-ml/global/networks/vpc-one"),
+        Row("size_gib", 18000, 36000),
+        Row("throughput_per_tib", 1000, 500),
+        Row("filesystem", "lustre", "shared"),
+        Row("description", "Shared file system a", "Shared file system b"),
+    ], mounted_file_system),
+    Table("gpu_platform.clouds.gcp.storage_components:GkeBucketAccess", GKE_BUCKETS, [
+        Row("project", "acme-ml", "acme-research"),
+        Row("namespaces", ["research"], ["research", "product"]),
+        Row("buckets", [S3], [S3 | {"bucket": "acme-other"}]),
+    ], mounted_buckets),
+    Table("gpu_platform.clouds.oci.storage_components:OkeSharedFileSystem", OKE_FSS, [
+        Row("compartment_id", OCI_COMPARTMENT, "ocid1.compartment.oc1..aaaaaaaaother"),
+        Row("availability_domain", "Uocm:US-ASHBURN-AD-1", "Uocm:US-ASHBURN-AD-2"),
+        Row("vcn_id", "ocid1.vcn.oc1.iad.aaaaaaaaone", "ocid1.vcn.oc1.iad.aaaaaaaatwo"),
+        Row("subnet_id", "ocid1.subnet.oc1.iad.aaaaaaaaworkers", "ocid1.subnet.oc1.iad.aaaaaaaaother"),
+        Row("client_cidr", "10.0.16.0/20", "10.0.32.0/20"),
+        Row("size_gib", 4096, 8192),
+    ], mounted_file_system),
+    Table("gpu_platform.clouds.oci.storage_components:OkeBucketAccess", OKE_BUCKETS, [
+        Row("compartment_id", OCI_COMPARTMENT, "ocid1.compartment.oc1..aaaaaaaaother"),
+        Row("cluster_id", "ocid1.cluster.oc1.iad.aaaaaaaacluster", "ocid1.cluster.oc1.iad.aaaaaaaaother"),
+        Row("region", "us-ashburn-1", "us-phoenix-1"),  # rclone's region: the volumes and the driver's chart
+        Row("buckets", [S3], [S3 | {"bucket": "acme-other"}]),
+        Row("pools", None, [A10.spec()]),  # the driver's node plugin tolerates the pools' taints
+        Row("description", "rclone CSI driver of a", "rclone CSI driver of b"),
+    ], mounted_buckets),
+    Table("gpu_platform.storage.data_plane:DataPlaneStorage", {}, [
+        Row("volumes", [CLAIM], [CLAIM | {"size": "200Gi"}]),
+        Row("root_csi", ROOT["root_csi"], {**ROOT["root_csi"], "volumeHandle": "fs-0fedcba9876543210::root"},
+            {"volumes": [STATIC]}),
+        Row("root_mount_options", ["flock"], ["noatime"], ROOT),
+        Row("service_account_namespaces", ["research"], ["product"]),
+        Row("service_account_annotations", {"team": "a"}, {"team": "b"},
+            {"service_account_namespaces": ["research"]}),
+        Row("csi_charts", None, [{"name": "csi-rclone"}]),
+        Row("csi_manifests", None, ["azurelustre-csi-driver"]),
+        Row("pre_pulls", [PRE_PULL], [PRE_PULL | {"images": ["nvcr.io/nvidia/pytorch:26.05-py3"]}]),
+        Row("namespace", "gpu-storage", "storage", {"pre_pulls": [PRE_PULL]}),
+        # Checked only: a namespace's claims over its quota are refused (Kubernetes would refuse the last one).
+        Row("storage_quotas", {"research": "1Ti"}, {"research": "50Gi"}, {"volumes": [CLAIM]}),
+    ]),
+    Table("gpu_platform.scheduling.multikueue:MultiKueueManager", {"workers": [WORKER_US]}, [
+        Row("workers", [WORKER_US], [WORKER_US, WORKER_EU]),
+    ]),
+    Table("gpu_platform.scheduling.multikueue:MultiKueueWorkerAccess",
+          {"cluster_kubeconfig": sample_kubeconfig("w1", "https://w1:443")}, [
+        # Both reach only the kubeconfig output, a secret (`outcome` compares its value, which exports redact).
+        Row("cluster_kubeconfig", sample_kubeconfig("w1", "https://w1:443"), sample_kubeconfig("w1", "https://w2:443")),
+        Row("context", "w1", "w2", {"cluster_kubeconfig": TWO_CONTEXTS}),
+    ]),
 ]
 
 
@@ -574,14 +724,17 @@ def _plain(value: Any) -> bool:
 def outcome(build: Callable[[], Any]) -> tuple[str, Any]:
     """("refused", the line) or ("plan", every registration: URN and inputs, with the component's attributes: what
     other components are built from, such as the gateway's ``data_plane_peers`` its routes carry or a cluster's
-    subnet ids its pools take; Outputs resolved through stack exports)."""
+    subnet ids its pools take; Outputs resolved through stack exports, and by value: an export of a secret, such as
+    a MultiKueue worker's kubeconfig, is redacted)."""
     made: list[Any] = []
+    values: dict[str, Any] = {}
 
     def program():
         made.append(build())
         for key, value in vars(made[0]).items():
             if not key.startswith("_") and isinstance(value, pulumi.Output):
                 pulumi.export(key, value)
+                value.apply(lambda v, key=key: values.__setitem__(key, v))
 
     try:
         recording = run_program(program)
@@ -590,7 +743,8 @@ def outcome(build: Callable[[], Any]) -> tuple[str, Any]:
     attributes = {k: v for k, v in vars(made[0]).items() if not k.startswith("_") and _plain(v)}
     return "plan", (sorted((r.urn, json.dumps(r.inputs, sort_keys=True)) for r in recording),
                     json.dumps(attributes, sort_keys=True, default=str),
-                    json.dumps(recording.exports, sort_keys=True, default=str))
+                    json.dumps(recording.exports, sort_keys=True, default=str),
+                    json.dumps(values, sort_keys=True, default=str))
 
 
 def _declared(component: str) -> set[str]:
@@ -610,8 +764,14 @@ CASES = [(table, row) for table in TABLES for row in table.rows]
                          ids=[f"{t.component.rsplit(':', 1)[1]}.{r.key}" for t, r in CASES])
 def test_an_input_changes_the_plan_or_is_refused(table, row):
     cls = provider.load(table.component)
-    runs = [outcome(lambda value=value: cls("c", {**table.base, **row.needs, row.key: value}))
-            for value in (row.a, row.b)]
+
+    def build(value: Any) -> Any:
+        component = cls("c", {**table.base, **row.needs, row.key: value})
+        if table.compose is not None:
+            table.compose(component)
+        return component
+
+    runs = [outcome(lambda value=value: build(value)) for value in (row.a, row.b)]
     assert "plan" in (runs[0][0], runs[1][0]), f"both refused: {runs}"
     assert runs[0] != runs[1], f"{row.key}: {row.a!r} and {row.b!r} register the same resources"
 
@@ -757,7 +917,6 @@ UNTABLED = {
     "gpu_platform.scheduling.policy:SchedulingPolicy": "issue 38's team inputs (group, storage_quota, borrowing and "
                                                        "lending limits) are being wired in the same round",
     "gpu_platform.scheduling.tenancy:TeamNamespace": "the same team object",
-    "gpu_platform.storage.data_plane:DataPlaneStorage": "issue 38's storage checks, same round",
 }
 """Served components without a table yet, and why."""
 
