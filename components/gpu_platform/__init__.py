@@ -64,6 +64,8 @@ _COMPONENTS = {
     "SchedulingPolicyArgs": ".kube.scheduling",
     "TeamNamespace": ".kube.tenancy",
     "TeamNamespaceArgs": ".kube.tenancy",
+    "Team": ".scheduling.teams",
+    "TeamSpec": ".scheduling.teams",
     "GpuMonitoring": ".monitoring.gpu_monitoring",
     "GpuMonitoringArgs": ".monitoring.gpu_monitoring",
     "TrainingWorkload": ".training.workload",

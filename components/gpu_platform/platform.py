@@ -205,10 +205,11 @@ class GpuPlatform(pulumi.ComponentResource):
             }, opts=self._k8s_opts(depends_on=accelerator_stacks))
         # [layer: scheduling]
         from .scheduling.policy import SchedulingPolicy
-        from .scheduling.teams import team_spec
+        from .scheduling.teams import Team, team_spec
 
         monitoring = self.layers.get("monitoring")
-        teams = [team_spec(t) for t in config.teams]
+        # One Team object per team, given to its ClusterQueue and its namespace alike.
+        teams = [Team(**team_spec(t)) for t in config.teams]
         # With monitoring, Kueue's chart adds a ServiceMonitor: it needs the Prometheus Operator CRDs first.
         self.layers["scheduling"] = SchedulingPolicy(f"{name}-scheduling", {
             "pools": specs,
@@ -217,6 +218,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "per_gpu_priority_classes": config.scheduling.per_gpu_priority_classes,
             "default_priority_class": config.scheduling.default_priority_class,
             "enable_prometheus": monitoring is not None,
+            "overcommit": config.scheduling.overcommit,
         }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: tenancy]
         from .scheduling.tenancy import TeamNamespace
@@ -227,12 +229,13 @@ class GpuPlatform(pulumi.ComponentResource):
         # target's dependency closure, and one edge per team object to every Kueue object made plans quadratic.
         kueue_ready = [scheduling.release] if scheduling.release is not None else []
         self.layers["tenancy"] = {
-            team["name"]: TeamNamespace(f"{name}-team-{team['name']}", {
+            team.name: TeamNamespace(f"{name}-team-{team.name}", {
                 "team": team,
-                "cluster_queue": team["name"] if scheduling.release is not None else None,
+                "cluster_queue": team.name if scheduling.release is not None else None,
                 "monitoring_namespace": monitoring.namespace if monitoring is not None else None,
                 "pools": specs,
                 "pod_security": team_config.pod_security,
+                "overcommit": config.scheduling.overcommit,
             }, opts=self._k8s_opts(depends_on=kueue_ready))
             for team, team_config in zip(teams, config.teams, strict=True)
         }
