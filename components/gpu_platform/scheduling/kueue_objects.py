@@ -525,12 +525,13 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
 def preemption(team: TeamConfig) -> dict:
     """The ClusterQueue's ``preemption``: the team's ``withinClusterQueue`` and ``reclaimWithinCohort`` (defaults
     ``LowerPriority`` and ``Any``), and ``borrowWithinCohort`` only where the team sets it."""
-    queue = team.queue
-    body: dict = {"reclaimWithinCohort": queue.reclaim_within_cohort, "withinClusterQueue": queue.within_cluster_queue}
-    if queue.borrow_within_cohort is not None:
-        body["borrowWithinCohort"] = {"policy": queue.borrow_within_cohort}
-        if queue.borrow_max_priority_threshold is not None:
-            body["borrowWithinCohort"]["maxPriorityThreshold"] = queue.borrow_max_priority_threshold
+    policy = team.queue.preemption
+    body: dict = {"reclaimWithinCohort": policy.reclaim_within_cohort,
+                  "withinClusterQueue": policy.within_cluster_queue}
+    if policy.borrow_within_cohort is not None:
+        body["borrowWithinCohort"] = {"policy": policy.borrow_within_cohort}
+        if policy.borrow_max_priority_threshold is not None:
+            body["borrowWithinCohort"]["maxPriorityThreshold"] = policy.borrow_max_priority_threshold
     return body
 
 

@@ -22,30 +22,50 @@ DEFAULT_RECLAIM_WITHIN_COHORT = "Any"
 
 
 @dataclass(frozen=True)
+class QueuePreemption:
+    """``teams[].preemption``: what the team's pending jobs may evict (the ClusterQueue's ``spec.preemption``)."""
+
+    within_cluster_queue: str = DEFAULT_WITHIN_CLUSTER_QUEUE
+    """``Never``, ``LowerPriority`` or ``LowerOrNewerEqualPriority``: which of the team's own running jobs a pending
+    job of the team evicts once the team's quota is used (``LowerOrNewerEqualPriority`` also evicts jobs of equal
+    priority that started later)."""
+    reclaim_within_cohort: str = DEFAULT_RECLAIM_WITHIN_COHORT
+    """``Never``, ``LowerPriority`` or ``Any``: which jobs other teams run on the team's idle quota are evicted when
+    the team needs that quota back (``Never``: the team waits until they finish)."""
+    borrow_within_cohort: Optional[str] = None
+    """``Never`` or ``LowerPriority``: whether a job that must borrow may evict lower-priority jobs other teams run
+    on borrowed quota. Default: left out (Kueue's ``Never``); needs ``reclaimWithinCohort`` other than ``Never``."""
+    borrow_max_priority_threshold: Optional[int] = None
+    """With ``borrowWithinCohort: LowerPriority``: only jobs at or below this priority are evicted that way."""
+
+
+@dataclass(frozen=True)
 class TeamQueue:
     """What a team's ClusterQueue says beyond its totals. Defaults plan exactly what a team without them got before:
     its quota split over every pool, flavors in the platform's order, ``LowerPriority``/``Any`` preemption, no
     ``borrowWithinCohort``, Kueue's default weight."""
 
     pool_quotas: tuple[tuple[str, int], ...] = ()
-    """``poolQuotas``: devices of a pool's primary accelerator resource, by pool name or GPU model (a model's devices
-    split over its pools in proportion to their free capacity)."""
+    """Devices of a pool's primary accelerator resource by pool name or GPU model, ``{h100-train: 32, l4: 8}`` (a
+    model's devices split over its pools in proportion to their free capacity). ``gpuQuota`` and ``quotas`` default
+    to what they add up to; a total above them is split over the pools the team does not name. Default: none (the
+    totals split over every pool)."""
     pool_borrowing_limits: tuple[tuple[str, int], ...] = ()
-    """``poolBorrowingLimits``: per pool name or GPU model, the ``borrowingLimit`` of each of those flavors."""
+    """Per pool name or GPU model: how many devices beyond its quota the team may borrow on each of those flavors
+    (overrides ``borrowingLimit`` there)."""
     pool_lending_limits: tuple[tuple[str, int], ...] = ()
-    """``poolLendingLimits``: per ``poolQuotas`` key, devices of that quota the cohort may borrow (a model's split
-    over its flavors in proportion to the team's quota on each)."""
+    """Per ``poolQuotas`` key: how many devices of that quota other teams may borrow while the team does not use them
+    (a model's split over its flavors in proportion to the team's quota on each); instead of ``lendingLimit``."""
     flavor_order: tuple[str, ...] = ()
-    """``flavorOrder``: provisioning modes, pool names or GPU models; the ClusterQueue lists flavors by the first
-    entry each matches, the unmatched ones after them in the platform's order."""
-    within_cluster_queue: str = DEFAULT_WITHIN_CLUSTER_QUEUE
-    reclaim_within_cohort: str = DEFAULT_RECLAIM_WITHIN_COHORT
-    borrow_within_cohort: Optional[str] = None
-    """None: the field is left out (Kueue's default, ``Never``)."""
-    borrow_max_priority_threshold: Optional[int] = None
-    """``borrowWithinCohort.maxPriorityThreshold``: only jobs at or below this priority may be evicted that way."""
+    """Provisioning modes, pool names or GPU models in the order the team's jobs try the flavors, such as
+    ``[spot, on-demand]``; flavors matching no entry follow in the platform's order (reserved, on-demand,
+    flex-start, queued, spot; a ``fallbackPool`` after its pool)."""
+    preemption: QueuePreemption = QueuePreemption()
+    """What the team's pending jobs may evict (keys below)."""
     fair_sharing_weight: Optional[float] = None
-    """``spec.fairSharing.weight`` (None: Kueue's default, 1)."""
+    """The team's weight when idle quota is shared (``spec.fairSharing.weight``, >= 0): a team of weight 2 may hold
+    twice the borrowed share of a team of weight 1 before its borrowed jobs are the first evicted; 0 makes its
+    borrowed jobs always the first evicted. Default: Kueue's 1."""
 
 
 def preemption_problem(reclaim: str, borrow: Optional[str], threshold: Optional[int]) -> Optional[tuple[str, str]]:

@@ -51,7 +51,8 @@ def parse_team(raw_value: Any, path: str,
     stack's node pool entries, which ``poolQuotas`` and the other per-pool keys name."""
     raw = as_mapping(raw_value, path)
     check_keys(raw, {"name", "gpuQuota", "cpuQuota", "memoryQuotaGi", "group", "borrowingLimit", "lendingLimit",
-                     "podSecurity", "quotas", "storageQuota", *QUEUE_KEYS}, path)
+                     "podSecurity", "quotas", "storageQuota", "poolQuotas", "poolBorrowingLimits", "poolLendingLimits",
+                     "flavorOrder", "preemption", "fairSharingWeight"}, path)
     name = read_dns_label(raw, "name", path)
     quotas = parse_quotas(raw, path, advertised)
     # `quotas: {nvidia.com/gpu: n}` is gpuQuota spelled the other way: one field holds it.
@@ -120,6 +121,20 @@ def _count_map(raw: Mapping, key: str, path: str) -> dict[str, int]:
             for k in as_mapping(raw[key], at)}
 
 
+def _parse_preemption(raw_value: Any, path: str) -> dict[str, Any]:
+    """``teams[].preemption`` read into `teams.TeamPreemption` fields (only those given)."""
+    sec = as_mapping(raw_value, path)
+    check_keys(sec, {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort", "borrowMaxPriorityThreshold"},
+               path)
+    preemption = {
+        "within_cluster_queue": read_enum(sec, "withinClusterQueue", path, WITHIN_CLUSTER_QUEUE, None),
+        "reclaim_within_cohort": read_enum(sec, "reclaimWithinCohort", path, RECLAIM_WITHIN_COHORT, None),
+        "borrow_within_cohort": read_enum(sec, "borrowWithinCohort", path, BORROW_WITHIN_COHORT, None),
+        "borrow_max_priority_threshold": read_int(sec, "borrowMaxPriorityThreshold", path, None),
+    }
+    return {k: v for k, v in preemption.items() if v is not None}
+
+
 def _queue_spec(raw: Mapping, path: str) -> dict[str, Any]:
     """The team's Kueue keys (`QUEUE_KEYS`) read into `teams.TeamSpec` fields (only those given)."""
     spec: dict[str, Any] = {}
@@ -135,17 +150,7 @@ def _queue_spec(raw: Mapping, path: str) -> dict[str, Any]:
                                                                       f"provisioning mode, got {entry!r}")
         spec["flavor_order"] = list(entries)
     if raw.get("preemption") is not None:
-        at = join(path, "preemption")
-        sec = as_mapping(raw["preemption"], at)
-        check_keys(sec, {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort",
-                         "borrowMaxPriorityThreshold"}, at)
-        preemption = {
-            "within_cluster_queue": read_enum(sec, "withinClusterQueue", at, WITHIN_CLUSTER_QUEUE, None),
-            "reclaim_within_cohort": read_enum(sec, "reclaimWithinCohort", at, RECLAIM_WITHIN_COHORT, None),
-            "borrow_within_cohort": read_enum(sec, "borrowWithinCohort", at, BORROW_WITHIN_COHORT, None),
-            "borrow_max_priority_threshold": read_int(sec, "borrowMaxPriorityThreshold", at, None),
-        }
-        spec["preemption"] = {k: v for k, v in preemption.items() if v is not None}
+        spec["preemption"] = _parse_preemption(raw["preemption"], join(path, "preemption"))
     if raw.get("fairSharingWeight") is not None:
         spec["fair_sharing_weight"] = read_float(raw, "fairSharingWeight", path, 1.0, minimum=0.0)
     return spec

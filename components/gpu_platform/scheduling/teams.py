@@ -1,6 +1,7 @@
 """`TeamSpec`: a team as plain values, the form the scheduling and tenancy components take in their args; `Team`: the
 same built once, frozen, for every component that takes a team."""
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, TypedDict
 
@@ -16,6 +17,7 @@ from .queue_config import (
     DEFAULT_WITHIN_CLUSTER_QUEUE,
     RECLAIM_WITHIN_COHORT,
     WITHIN_CLUSTER_QUEUE,
+    QueuePreemption,
     TeamQueue,
     preemption_problem,
 )
@@ -252,15 +254,9 @@ def team_spec(team: TeamConfig) -> TeamSpec:
             spec[field] = dict(getattr(queue, field))  # type: ignore[literal-required]
     if queue.flavor_order:
         spec["flavor_order"] = list(queue.flavor_order)
-    preemption = TeamPreemption(within_cluster_queue=queue.within_cluster_queue,
-                                reclaim_within_cohort=queue.reclaim_within_cohort)
-    if queue.borrow_within_cohort is not None:
-        preemption["borrow_within_cohort"] = queue.borrow_within_cohort
-    if queue.borrow_max_priority_threshold is not None:
-        preemption["borrow_max_priority_threshold"] = queue.borrow_max_priority_threshold
-    if preemption != TeamPreemption(within_cluster_queue=DEFAULT_WITHIN_CLUSTER_QUEUE,
-                                    reclaim_within_cohort=DEFAULT_RECLAIM_WITHIN_COHORT):
-        spec["preemption"] = preemption
+    if queue.preemption != QueuePreemption():
+        spec["preemption"] = TeamPreemption(**{  # type: ignore[typeddict-item]
+            key: value for key, value in dataclasses.asdict(queue.preemption).items() if value is not None})
     if queue.fair_sharing_weight is not None:
         spec["fair_sharing_weight"] = queue.fair_sharing_weight
     return spec
@@ -289,10 +285,11 @@ def team_of(spec: TeamSpec, pools: Sequence = ()) -> TeamConfig:
         pool_quotas=pairs("pool_quotas"), pool_borrowing_limits=pairs("pool_borrowing_limits"),
         pool_lending_limits=pairs("pool_lending_limits"),
         flavor_order=tuple(spec.get("flavor_order") or ()),
-        within_cluster_queue=preemption.get("within_cluster_queue", DEFAULT_WITHIN_CLUSTER_QUEUE),
-        reclaim_within_cohort=preemption.get("reclaim_within_cohort", DEFAULT_RECLAIM_WITHIN_COHORT),
-        borrow_within_cohort=preemption.get("borrow_within_cohort"),
-        borrow_max_priority_threshold=optional_int(preemption.get("borrow_max_priority_threshold")),
+        preemption=QueuePreemption(
+            within_cluster_queue=preemption.get("within_cluster_queue", DEFAULT_WITHIN_CLUSTER_QUEUE),
+            reclaim_within_cohort=preemption.get("reclaim_within_cohort", DEFAULT_RECLAIM_WITHIN_COHORT),
+            borrow_within_cohort=preemption.get("borrow_within_cohort"),
+            borrow_max_priority_threshold=optional_int(preemption.get("borrow_max_priority_threshold"))),
         fair_sharing_weight=None if weight is None else float(weight),
     )
     return TeamConfig(
