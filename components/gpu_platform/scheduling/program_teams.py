@@ -26,6 +26,9 @@ NAMESPACE = frozenset({"group", "storage_quota"})
 """Team settings only the namespace takes."""
 EVERYTHING = TOTALS | QUEUE | NAMESPACE
 """What a `teams.Team` carries: given to two components, all of it must agree."""
+ORDER = ("gpu_quota", "quotas", "queue", "cpu_quota", "memory_quota_gib", "borrowing_limit", "lending_limit", "group",
+         "storage_quota")
+"""The order settings are compared in: the totals first (CPU and memory defaults follow from them)."""
 
 
 @dataclass(frozen=True)
@@ -63,16 +66,21 @@ def _value(team: TeamConfig, name: str) -> Any:
 
 
 def _shown(value: Any) -> str:
+    """A setting as the error shows it: pairs as a mapping, other tuples as a list, nothing as ``none``."""
+    if value is None or value == ():
+        return "none"
     if isinstance(value, tuple) and all(isinstance(v, tuple) and len(v) == 2 for v in value):
-        return "{" + ", ".join(f"{k}: {v}" for k, v in value) + "}" if value else "none"
-    return "none" if value is None else str(value)
+        return "{" + ", ".join(f"{k}: {v}" for k, v in value) + "}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
 
 
 def team_conflict(team: TeamConfig, fields: Collection[str]) -> Optional[str]:
     """Why ``team`` (using ``fields``) disagrees with the team of that name another component of the program took,
     naming that component; None where they agree on every setting both use, or no other took it."""
     for earlier in _program().teams.get(team.name, []):
-        for name in sorted(set(fields) & earlier.fields):
+        for name in (n for n in ORDER if n in fields and n in earlier.fields):
             mine, theirs = _value(team, name), _value(earlier.team, name)
             if mine != theirs:
                 if name == "queue":
