@@ -5,6 +5,7 @@ and from a program that composes the components by hand, which plan the same Kue
 import copy
 
 import pytest
+from conftest import planned_stack
 
 from gpu_platform.config import parse_config
 from gpu_platform.errors import ConfigError
@@ -116,6 +117,17 @@ def test_a_gpu_quota_only_team_is_split_as_before():
     plans = kueue_objects.flavor_plans(config.gpu_pools())
     quota = kueue_objects.team_quotas(list(config.teams), plans)[0]
     assert quota.gpus == tuple(quota_split.split_gpu_quotas([20], [16, 16, 8])[0]) == (8, 8, 4)
+
+
+def test_the_reference_rack_stack_gives_each_team_the_pool_it_asked_for():
+    result = planned_stack("aws-gb200")
+    queues = {m["metadata"]["name"]: m for m in result.manifests if m["kind"] == "ClusterQueue"}
+    # research: 64 rack GPUs (and their IMEX channels), no H100; product: 8 H100s first, no rack GPU.
+    assert [(name, gpu["nominalQuota"]) for name, gpu in flavors(queues["research"])] == [
+        ("cpu.default", 0), ("gb200-train", 64), ("h100-infer", 0)]
+    assert queues["research"]["spec"]["fairSharing"] == {"weight": 2}
+    assert [(name, gpu["nominalQuota"]) for name, gpu in flavors(queues["product"])] == [
+        ("cpu.default", 0), ("h100-infer", 8), ("gb200-train", 0)]
 
 
 # ---------------------------------------------------------------------------------------------------------
