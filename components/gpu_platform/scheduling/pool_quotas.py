@@ -11,7 +11,7 @@ fit the pools (pure rules).
   (`quota_split.allot`), like a total.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 from .. import catalog
@@ -107,7 +107,8 @@ def lending_limits(team: TeamConfig, pools: Sequence[GpuPool], nominal: Sequence
     return tuple(limits)
 
 
-def capacity_problem(teams: Sequence[TeamConfig], pools: Sequence[GpuPool], capacity) -> Optional[tuple[int, str, str]]:
+def capacity_problem(teams: Sequence[TeamConfig], pools: Sequence[GpuPool],
+                     capacity: Callable[[GpuPool, str], int]) -> Optional[tuple[int, str, str]]:
     """``(team index, field, problem)`` for the first team whose quota takes the teams past what the pools hold;
     ``capacity(pool, resource)`` is a pool's capacity of a resource at its maximum size. The field is ``gpu_quota``,
     ``quotas.<resource>`` or ``pool_quotas.<key>``. Checked per resource over its pools, then per pool."""

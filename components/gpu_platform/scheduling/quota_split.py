@@ -2,6 +2,9 @@
 
 The rule (documented for platform users in `scheduling/policy.py`):
 
+* **Per pool.** What a team gives a pool by name (``poolQuotas``) is that pool's quota; what it gives a GPU model is
+  split over the model's pools like a total (below); its total beyond them goes over the pools it did not name
+  (`Demand`, built by `scheduling.pool_quotas`). Each takes from the capacity the earlier ones left.
 * **GPUs.** A team's ``gpuQuota`` is distributed over the GPU pools in proportion to each pool's capacity that
   earlier teams have not yet taken (teams in configuration order). So every team gets a share of every pool,
   a team's flavor quotas add up to exactly its ``gpuQuota``, and, as long as the teams' quotas fit in the

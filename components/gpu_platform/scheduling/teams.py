@@ -5,7 +5,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, TypedDict
 
-from typing_extensions import Required
+from typing_extensions import Required, Unpack
 
 from .. import catalog
 from ..component_args import DNS_LABEL, STORAGE_QUANTITY, Args, Rule, at_least, choice
@@ -99,7 +99,7 @@ class Team:
 
     __slots__ = ("_spec",)
 
-    def __init__(self, **spec: Any):
+    def __init__(self, **spec: Unpack[TeamSpec]):
         checker = Args("Team", str(spec.get("name", "")))
         checked = checker.check(spec, TeamSpec, team_rules(""))
         check_team(checker, checked, "")
