@@ -181,3 +181,24 @@ def test_a_pool_name_needs_the_pools():
     line, _ = refusal(lambda: TeamNamespace("team-a", {"team": {"name": "a", "pool_quotas": {"l4-infer": 1}}}))
     assert line == ("TeamNamespace team-a: team.pool_quotas.l4-infer: names no GPU model, and no pools are given to "
                     "name a pool: pass pools")
+
+
+def test_against_the_engine_a_program_is_its_stack(monkeypatch):
+    """The provider serving another language's program gets a fresh monitor client per construct call: the record
+    follows the stack, not the client."""
+    import grpc
+    from pulumi.runtime import settings
+    from pulumi.runtime.proto import resource_pb2_grpc
+
+    from gpu_platform.scheduling import program_teams
+
+    def client():
+        return resource_pb2_grpc.ResourceMonitorStub(grpc.insecure_channel("127.0.0.1:1"))
+
+    stack = {"name": "dev"}
+    monkeypatch.setattr(settings, "get_stack", lambda: stack["name"])
+    monkeypatch.setattr(settings, "get_monitor", client)
+    program_teams.remember_queues("SchedulingPolicy sched", ["research"])
+    assert program_teams.queue_problem("research", "research") is None  # another client, the same stack
+    stack["name"] = "prod"
+    assert "(defined: none)" in program_teams.queue_problem("research", "research")

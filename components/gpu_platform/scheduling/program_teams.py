@@ -2,9 +2,11 @@
 disagree: a team given to `SchedulingPolicy` with quota 8 and to `TeamNamespace` with quota 32, or a LocalQueue
 feeding a ClusterQueue no `SchedulingPolicy` of the program defines, is refused when the second is constructed.
 
-One record per program: a program is told apart by the engine's monitor the Pulumi runtime holds (a `pulumi up`
-runs one program per process; the mock harness installs a fresh monitor for each program), so nothing carries over
-from one program to the next. Components call `check_team` and `check_queue` while checking their arguments, and
+One record per program. Against the engine (a `pulumi up`, or the provider process serving another language's
+program, which the engine starts for one deployment and whose every construct call gets a fresh monitor client), a
+program is its organization, project and stack; under mocks, where many programs run in one process, it is the mock
+monitor the runtime holds (the harness installs a fresh one per program). So nothing carries over from one program
+to the next. Components call `check_team` and `check_queue` while checking their arguments, and
 `remember_team`/`remember_queues` once those are accepted (before any resource is registered). A program whose
 ClusterQueues are made elsewhere (another stack, Kueue managed outside the platform) names them with
 `remember_queues` before its `TeamNamespace`s.
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pulumi.runtime import settings
+from pulumi.runtime.proto import resource_pb2_grpc
 
 from ..config_model import TeamConfig
 
@@ -53,11 +56,14 @@ _current: Optional[_Program] = None
 
 
 def _program() -> _Program:
-    """The record of the program now running (a fresh one when the runtime's monitor changed)."""
+    """The record of the program now running (a fresh one when the program changed: see the module docstring)."""
     global _current
     monitor = settings.get_monitor()
-    if _current is None or _current.monitor is not monitor:
-        _current = _Program(monitor)
+    key: Any = monitor
+    if monitor is None or isinstance(monitor, resource_pb2_grpc.ResourceMonitorStub):
+        key = (settings.get_organization(), settings.get_project(), settings.get_stack())
+    if _current is None or not (_current.monitor is key or _current.monitor == key):
+        _current = _Program(key)
     return _current
 
 
