@@ -79,6 +79,7 @@ from .node_pools import (  # noqa: F401  (re-exported: the nodePools parser's fo
 )
 from .optimizer.optimizer_config import check_optimizer_pools, parse_optimizer
 from .scheduling.kueue_objects import MAX_POOL_TAINTS  # noqa: F401  (re-exported)
+from .scheduling.multikueue_config import check_multikueue, parse_multikueue
 from .scheduling.scheduling_config import (  # noqa: F401  (re-exported: the sections' former home)
     check_scheduling,
     parse_quotas,
@@ -127,7 +128,7 @@ def _check_fallbacks(config: PlatformConfig) -> None:
 TOP_LEVEL_KEYS = {
     "cloud", "region", "compartmentId", "kubernetesVersion", "gpuSoftware", "nodePools", "teams",
     "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training", "gateway", "llm",
-    "health", "storage", "maintenance",
+    "health", "storage", "maintenance", "multikueue",
 }
 
 
@@ -191,6 +192,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         health=parse_health(raw, cloud),
         storage=parse_storage(raw, cloud),
         maintenance=parse_maintenance(raw.get("maintenance")),
+        multikueue=parse_multikueue(raw),
     )
     _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
     _check_dra(config)
@@ -205,6 +207,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     parse_cluster = getattr(options, "parse_cluster_options", None)
     if parse_cluster is not None:
         config = replace(config, cluster_options=parse_cluster(raw, config))
+    check_multikueue(config)  # after the cloud's options: an existing worker needs its kubeconfig key
     return config
 
 

@@ -12,6 +12,7 @@ from .fields import Secret  # noqa: F401  (re-exported: a field of the model)
 from .health.health_config import HealthConfig
 from .labels import Taint
 from .pools import GpuPool, Sharing
+from .scheduling.multikueue_config import MultiKueueSettings
 from .scheduling.queue_config import TeamQueue
 from .serving.gateway_config import GatewayConfig
 from .serving.llm_config import LlmConfig
@@ -320,6 +321,9 @@ class PlatformConfig:
     (keys below). Default: Saturdays 00:00-12:00 UTC."""
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
+    multikueue: Optional[MultiKueueSettings] = None
+    """``multikueue``: this stack as a MultiKueue manager (its team queues dispatch to worker stacks' clusters) or
+    worker (keys in docs/multikueue.md). Default: neither."""
 
     def gpu_pools(self) -> list[GpuPool]:
         """The `GpuPool` each node pool publishes (cloud layers may add cloud facts on top)."""

@@ -210,6 +210,9 @@ class GpuPlatform(pulumi.ComponentResource):
         monitoring = self.layers.get("monitoring")
         # One Team object per team, given to its ClusterQueue and its namespace alike.
         teams = [Team(**team_spec(t)) for t in config.teams]
+        manager = config.multikueue is not None and config.multikueue.manager
+        if manager:
+            from .scheduling import multikueue_objects
         # With monitoring, Kueue's chart adds a ServiceMonitor: it needs the Prometheus Operator CRDs first.
         self.layers["scheduling"] = SchedulingPolicy(f"{name}-scheduling", {
             "pools": specs,
@@ -219,7 +222,14 @@ class GpuPlatform(pulumi.ComponentResource):
             "default_priority_class": config.scheduling.default_priority_class,
             "enable_prometheus": monitoring is not None,
             "overcommit": config.scheduling.overcommit,
+            # A MultiKueue manager's team queues dispatch to its workers (the next layer builds the check).
+            **({"admission_checks": [multikueue_objects.ADMISSION_CHECK],
+                "multikueue": multikueue_objects.controller_section(config.multikueue)} if manager else {}),
         }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
+        # [layer: multikueue]
+        from .scheduling.multikueue import build_multikueue_layer
+
+        build_multikueue_layer(self, name)
         # [layer: tenancy]
         from .scheduling.tenancy import TeamNamespace
 
@@ -427,9 +437,12 @@ def main() -> Optional[GpuPlatform]:
     stack = pulumi.get_stack()
     try:
         config = parse_config(read_engine_config(), stack)
+        from .scheduling.multikueue_config import check_not_self
+
+        check_not_self(config.multikueue, pulumi.get_project(), stack)
     except ConfigError as err:
         # RunError prints the one-line message without a traceback.
-        raise pulumi.RunError(str(err)) from None
+        raise pulumi.RunError(str(err.for_stack(stack))) from None
     platform = GpuPlatform(stack, config)
     pulumi.export("kubeconfig", platform.kubeconfig)
     pulumi.export("clusterName", platform.cluster_name)
@@ -437,4 +450,9 @@ def main() -> Optional[GpuPlatform]:
         {"name": p.name, "instanceType": p.instance_type, "gpuModel": p.gpu_model, "gpusPerNode": p.gpus_per_node,
          "maxNodes": p.max_nodes, "rdma": p.rdma_fabric or "none"} for p in platform.pools
     ])
+    worker_kubeconfig = getattr(platform.layers.get("multikueue"), "kubeconfig", None)
+    if worker_kubeconfig is not None:  # a MultiKueue worker: what its manager reads through a StackReference
+        from .scheduling.multikueue_objects import KUBECONFIG_OUTPUT
+
+        pulumi.export(KUBECONFIG_OUTPUT, worker_kubeconfig)
     return platform

@@ -457,9 +457,10 @@ def queue_flavor_indexes(quota: TeamQuota, pool_count: int) -> set[int]:
     return set((with_quota + others)[:quota_split.MAX_GPU_FLAVORS_PER_QUEUE])
 
 
-def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
+def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan], checks: Sequence[str] = ()) -> dict:
     """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool in flavor
-    order (`flavor_plans`), and the queued-provisioning check on the queued pools' flavors.
+    order (`flavor_plans`), the queued-provisioning check on the queued pools' flavors, and ``checks`` (a MultiKueue
+    manager's AdmissionCheck) on every flavor.
 
     Every flavor lists CPU, memory, each accelerator resource and IMEX channels where covered
     (`covered_resources`). A pool flavor's own primary resource takes the team's ``borrowingLimit``;
@@ -510,10 +511,12 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
         spec["fairSharing"] = {"weight": weight_quantity(team.queue.fair_sharing_weight)}
     listed = {f["name"] for f in flavors}
     queued = [f for f in queued_flavors(plans) if f in listed]
-    if queued:
-        # Only on the queued flavors: an empty onFlavors would mean every flavor.
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": QUEUED_PROVISIONING_CHECK,
-                                                                "onFlavors": queued}]}
+    strategy = [{"name": QUEUED_PROVISIONING_CHECK, "onFlavors": queued}] if queued else []
+    # Only on the queued flavors: an empty onFlavors would mean every flavor, which is what ``checks`` want (Kueue
+    # deactivates a queue whose MultiKueue check is per flavor).
+    strategy += [{"name": check} for check in checks]
+    if strategy:
+        spec["admissionChecksStrategy"] = {"admissionChecks": strategy}
     return {
         "apiVersion": KUEUE_API_VERSION,
         "kind": "ClusterQueue",
@@ -555,10 +558,11 @@ def resource_configuration(pools: Sequence[GpuPool]) -> dict:
     return resources
 
 
-def controller_configuration(pools: Sequence[GpuPool] = ()) -> dict:
+def controller_configuration(pools: Sequence[GpuPool] = (), multikueue: Optional[dict] = None) -> dict:
     """Kueue's Configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's defaults plus the platform's policy,
-    and what the claims of the DRA ``pools`` count as (`resource_configuration`)."""
-    return {
+    what the claims of the DRA ``pools`` count as (`resource_configuration`), and a MultiKueue manager's
+    ``multiKueue`` section (`multikueue_objects.controller_section`; absent otherwise)."""
+    configuration = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         # The chart's default ports, leader election and client settings (values.yaml@v0.19.2), kept because
@@ -584,13 +588,17 @@ def controller_configuration(pools: Sequence[GpuPool] = ()) -> dict:
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "resources": resource_configuration(pools),
     }
+    if multikueue:
+        configuration["multiKueue"] = dict(multikueue)
+    return configuration
 
 
-def helm_values(enable_prometheus: bool, pools: Sequence[GpuPool] = ()) -> dict:
+def helm_values(enable_prometheus: bool, pools: Sequence[GpuPool] = (), multikueue: Optional[dict] = None) -> dict:
     """Values of the Kueue chart (keys of charts/kueue/values.yaml@v0.19.2) for a cluster of ``pools``."""
     return {
         "enablePrometheus": enable_prometheus,
         "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(pools), sort_keys=True),
+            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(pools, multikueue),
+                                                          sort_keys=True),
         },
     }

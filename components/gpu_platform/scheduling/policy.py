@@ -71,6 +71,12 @@ class SchedulingPolicyArgs(TypedDict, total=False):
     overcommit: bool
     """Let the teams' quotas add up to more than the pools hold at their maximum size (per resource and per pool);
     the part beyond a pool's capacity is spread in proportion to pool size. Default: false (refused)."""
+    admission_checks: list[str]
+    """AdmissionChecks every team ClusterQueue passes on all its flavors (a MultiKueue manager's,
+    `multikueue.MultiKueueManager`). Default: none."""
+    multikueue: dict[str, str]
+    """The Kueue configuration's ``multiKueue`` section of a MultiKueue manager
+    (`multikueue_objects.controller_section`). Default: none."""
 
 
 RULES = {
@@ -99,7 +105,8 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
                                                     "use of it: give it there, or one Team to both")
         check_team(checker, team, f"teams[{i}]", advertised, pools_of(pools) if pools else [])
     configs = [team_of(t, pools_of(pools) if pools else []) for t in teams]
-    if not checked.get("overcommit", False) and pools:
+    # A MultiKueue manager's quotas bound what it dispatches to its workers, not what its own pools hold.
+    if not checked.get("overcommit", False) and pools and not checked.get("multikueue"):
         problem = pool_quotas.capacity_problem(configs, pools_of(pools), kueue_objects.pool_capacity)
         if problem is not None:
             checker.fail(f"teams[{problem[0]}].{problem[1]}",
@@ -173,7 +180,8 @@ class SchedulingPolicy(pulumi.ComponentResource):
         self.kueue_namespace: Optional[k8s.core.v1.Namespace] = None
         """Kueue's namespace (Pod Security restricted), when Kueue is installed."""
         if args.get("kueue", True):
-            self._build_kueue(name, opts, pools, teams, specs, bool(args.get("enable_prometheus", False)))
+            self._build_kueue(name, opts, pools, teams, specs, bool(args.get("enable_prometheus", False)),
+                              list(args.get("admission_checks") or []), args.get("multikueue"))
 
         self.local_queue_name = kueue_objects.LOCAL_QUEUE_NAME if self.release is not None else None
         self.register_outputs({
@@ -182,7 +190,8 @@ class SchedulingPolicy(pulumi.ComponentResource):
             "cluster_queue_names": list(self.cluster_queues),
         })
 
-    def _build_kueue(self, name, opts, pools, teams, specs, enable_prometheus: bool) -> None:
+    def _build_kueue(self, name, opts, pools, teams, specs, enable_prometheus: bool, extra_checks: list[str],
+                     multikueue: Optional[dict]) -> None:
         # The namespace is ours, not Helm's (create_namespace would leave it unlabelled): Pod Security restricted.
         self.kueue_namespace = k8s.core.v1.Namespace(
             f"{name}-kueue-namespace", **namespace_security.namespace_body(
@@ -190,7 +199,7 @@ class SchedulingPolicy(pulumi.ComponentResource):
             opts=child_opts(self, opts))
         self.release = helm_release(
             f"{name}-kueue", versions.KUEUE, kueue_objects.RELEASE_NAME, kueue_objects.KUEUE_NAMESPACE,
-            kueue_objects.helm_values(enable_prometheus, pools),
+            kueue_objects.helm_values(enable_prometheus, pools, multikueue),
             child_opts(self, opts, depends_on=[self.kueue_namespace]), create_namespace=False)
 
         def after_release(extra: Optional[list] = None) -> pulumi.ResourceOptions:
@@ -224,9 +233,11 @@ class SchedulingPolicy(pulumi.ComponentResource):
             checks.append(self.admission_check)
         self.cohort = KubernetesObject(f"{name}-cohort", kueue_objects.cohort(), after_release())
         for quota in kueue_objects.team_quotas(teams, plans):
-            body = kueue_objects.cluster_queue(quota, plans)
+            body = kueue_objects.cluster_queue(quota, plans, extra_checks)
             listed = [f["name"] for group in body["spec"]["resourceGroups"] for f in group["flavors"]]
-            queue_checks = checks if "admissionChecksStrategy" in body["spec"] else []
+            # The queued-provisioning check where the queue names it; extra checks are their owner's to order.
+            named = {c["name"] for c in body["spec"].get("admissionChecksStrategy", {}).get("admissionChecks", [])}
+            queue_checks = [c for c in checks if kueue_objects.QUEUED_PROVISIONING_CHECK in named]
             # Only the flavors the queue lists: each dependency edge costs the SDK a walk of its closure.
             self.cluster_queues[quota.team.name] = KubernetesObject(
                 f"{name}-cq-{quota.team.name}", body,

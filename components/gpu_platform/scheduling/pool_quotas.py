@@ -143,4 +143,4 @@ def total_field(team: TeamConfig, resource: str, pools: Sequence[GpuPool]) -> st
     ``gpu_quota`` (``nvidia.com/gpu``) or ``quotas.<resource>``."""
     if team.queue.pool_quotas and pinned_totals(team, pools).get(resource) == team.quota_of(resource):
         return "pool_quotas"
-    return "gpu_quota" if resource == "nvidia.com/gpu" else f"quotas.{resource}"
+    return "gpu_quota" if resource == catalog.NVIDIA_GPU_RESOURCE else f"quotas.{resource}"

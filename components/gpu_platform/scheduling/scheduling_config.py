@@ -204,9 +204,11 @@ def _queue_key(team: TeamConfig) -> str:
 
 def check_capacity(config: PlatformConfig) -> None:
     """The teams' quotas fit what the pools hold at their maximum size, per resource and per pool, unless the stack
-    says it overcommits (``scheduling.overcommit: true``)."""
+    says it overcommits (``scheduling.overcommit: true``) or is a MultiKueue manager (its jobs run on the workers)."""
     if config.scheduling.overcommit or not config.teams:
         return
+    if config.multikueue is not None and config.multikueue.manager:
+        return  # a MultiKueue manager's quotas bound what it dispatches to its workers' clusters, not its own pools
     pools = config.gpu_pools()
     problem = pool_quotas.capacity_problem(config.teams, pools, pool_capacity)
     if problem is not None:
