@@ -245,7 +245,9 @@ class GpuPlatform(pulumi.ComponentResource):
                 "monitoring_namespace": monitoring.namespace if monitoring is not None else None,
                 "pools": specs,
                 "pod_security": team_config.pod_security,
-                "overcommit": config.scheduling.overcommit,
+                # A MultiKueue manager's quotas bound what it dispatches, not what its own pools hold.
+                "overcommit": config.scheduling.overcommit or (config.multikueue is not None
+                                                               and config.multikueue.manager),
             }, opts=self._k8s_opts(depends_on=kueue_ready))
             for team, team_config in zip(teams, config.teams, strict=True)
         }
