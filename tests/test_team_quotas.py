@@ -232,6 +232,10 @@ def refused(raw: dict) -> str:
      "s: teams[0].poolQuotas.h100: covers pool 'h100-a', which 'h100-a' names too; give each pool's devices once"),
     ({"name": "r", "gpuQuota": 4, "poolQuotas": {"h100": 8}},
      "s: teams[0].gpuQuota: is 4 but poolQuotas give nvidia.com/gpu pools 8; raise it or leave it out"),
+    ({"name": "r", "gpuQuota": "4", "poolQuotas": {"h100": 8}},  # a number as a string, as the engine may pass it
+     "s: teams[0].gpuQuota: is 4 but poolQuotas give nvidia.com/gpu pools 8; raise it or leave it out"),
+    ({"name": "r", "quotas": {"nvidia.com/gpu": 4}, "poolQuotas": {"h100": 8}},
+     "s: teams[0].quotas.nvidia.com/gpu: is 4 but poolQuotas give nvidia.com/gpu pools 8; raise it or leave it out"),
     ({"name": "r", "gpuQuota": 30, "poolQuotas": {"h100": 8, "l4": 4}},
      "s: teams[0].gpuQuota: is 30 but poolQuotas give nvidia.com/gpu pools 12 and name every pool offering it; "
      "lower it or leave it out"),

@@ -55,8 +55,10 @@ def parse_team(raw_value: Any, path: str,
                      "flavorOrder", "preemption", "fairSharingWeight"}, path)
     name = read_dns_label(raw, "name", path)
     quotas = parse_quotas(raw, path, advertised)
-    # `quotas: {nvidia.com/gpu: n}` is gpuQuota spelled the other way: one field holds it.
     queue_spec = _queue_spec(raw, path)
+    # What the entry gives as totals, checked (poolQuotas are checked against them below).
+    given: dict[str, Any] = {"quotas": dict(quotas)} if quotas else {}
+    # `quotas: {nvidia.com/gpu: n}` is gpuQuota spelled the other way: one field holds it.
     gpu_quota = quotas.pop(catalog.NVIDIA_GPU_RESOURCE, None)
     if gpu_quota is None:
         # Without a total, the team's GPUs are what its poolQuotas give NVIDIA pools.
@@ -69,9 +71,9 @@ def parse_team(raw_value: Any, path: str,
     lending = read_int(raw, "lendingLimit", path, None, minimum=0)
     if lending is not None and lending > gpu_quota:
         raise ConfigError(join(path, "lendingLimit"), f"cannot exceed gpuQuota ({gpu_quota}), got {lending}")
-    totals = {key: value for key, value in (("gpu_quota", raw.get("gpuQuota")), ("quotas", raw.get("quotas")))
-              if value is not None}
-    check_team(_StackTeam(), {**_snake(totals), **queue_spec, "name": name}, path, advertised, pools)
+    if raw.get("gpuQuota") is not None:
+        given["gpu_quota"] = gpu_quota
+    check_team(_StackTeam(), {**given, **queue_spec, "name": name}, path, advertised, pools)
     queue = team_of({"name": name, **queue_spec}, pools).queue
     quotas = {**{r: n for r, n in pool_quotas.pinned_counts(queue.pool_quotas, pools).items()
                  if r != catalog.NVIDIA_GPU_RESOURCE}, **quotas}
@@ -100,16 +102,6 @@ class _StackTeam:
 def _camel(path: str) -> str:
     """An argument path as the stack file spells it (``teams[0].pool_quotas.h100`` -> ``teams[0].poolQuotas.h100``)."""
     return ".".join(camel_case(part) if "_" in part else part for part in path.split("."))
-
-
-def _snake(totals: Mapping) -> dict:
-    """``gpuQuota``/``quotas`` as `teams.check_team` reads them (only what the entry gives)."""
-    out: dict = {}
-    if "gpu_quota" in totals:
-        out["gpu_quota"] = totals["gpu_quota"]
-    if "quotas" in totals:
-        out["quotas"] = {str(k): v for k, v in as_mapping(totals["quotas"], "quotas").items()}
-    return out
 
 
 def _count_map(raw: Mapping, key: str, path: str) -> dict[str, int]:
