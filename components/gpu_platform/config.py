@@ -146,6 +146,9 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     if cloud not in catalog.CLOUDS:
         raise ConfigError("cloud", one_of(cloud, catalog.CLOUDS))
     options = options_module(cloud)
+    stack_problem = getattr(options, "stack_name_problem", lambda _stack: None)(stack)
+    if stack_problem:  # first: nothing else about the stack matters if it cannot be deployed under its name
+        raise ConfigError("", stack_problem)
     if cloud != "existing":
         # Imported here: control_plane reads values with this module's helpers.
         from .control_plane import refuse_renamed

@@ -111,7 +111,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # The NVIDIA software runs where there are NVIDIA pools (or no accelerator pool at all: a cluster whose GPU
         # nodes join later, as on existing clusters); a cluster of other vendors' accelerators gets none of it.
         if nvidia_specs or not specs:
-            from .accelerators.nvidia import NvidiaGpuStack, manages_driver
+            from .accelerators.nvidia import NvidiaGpuStack, gke_manages_everything, manages_driver
 
             preinstalled = True if self.cluster.outputs.get("driver_preinstalled") else None
             # The DCGM exporter's ServiceMonitor needs kube-prometheus-stack's CRDs: the whole stack waits for them.
@@ -125,8 +125,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 # Driver upgrades wait for the jobs Kueue admitted, or for the labelled pods without Kueue.
                 **({"kueue": config.scheduling.kueue}
                    if manages_driver(config.cloud, config.gpu_software, preinstalled) else {}),
-                "monitoring": monitoring is not None,
-                "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
+                # GKE's cloud-managed software has its own DCGM exporter (the monitoring layer scrapes it).
+                **({"monitoring": True, "service_monitor_labels": dict(monitoring.service_monitor_labels)}
+                   if monitoring is not None and not gke_manages_everything(config.cloud, config.gpu_software)
+                   else {}),
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: neuron]
         neuron_specs = specs_of(catalog.AWS_NEURON)

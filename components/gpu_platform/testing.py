@@ -600,8 +600,14 @@ def _off_the_loop(call: Callable[[Any], Any], request: Any) -> Any:
         return pool.submit(contextvars.copy_context().run, call, request).result()
 
 
+class DuplicateUrnError(Exception):
+    """Two resources registered with one URN: the Pulumi engine refuses the second, and so do the mocks."""
+
+
 class RecordingMonitor(pulumi_mocks_module.MockMonitor):
-    """A mock monitor that keeps what each registration sent: parent, options and inputs."""
+    """A mock monitor that keeps what each registration sent: parent, options and inputs. Like the engine, it
+    refuses a second resource with the URN of one already registered: `check_unique` raises `DuplicateUrnError`
+    once the program has run (raised inside the SDK's registration, the error would leave failed futures behind)."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks):
         super().__init__(mocks)
@@ -609,6 +615,13 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
         self.mocks = self._tap
         self.registrations: list[Registration] = []
         self.reads: list[Registration] = []
+        self._urns: set[str] = set()
+        self.duplicates: list[str] = []
+
+    def check_unique(self) -> None:
+        """Raise the engine's error for the first URN registered twice, if any."""
+        if self.duplicates:  # the engine's own words
+            raise DuplicateUrnError(f"Duplicate resource URN '{self.duplicates[0]}'; try giving it a unique name")
 
     def Invoke(self, request):
         return _off_the_loop(super().Invoke, request)
@@ -654,6 +667,10 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
         return urns
 
     def RegisterResource(self, request):
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if urn in self._urns:
+            self.duplicates.append(urn)
+        self._urns.add(urn)
         self._tap.seen.inputs = None
         response = self._register_plain(request) if _loop_runs_here() else None
         if response is None:
@@ -825,6 +842,7 @@ def run_program(
         finally:
             if collecting:
                 gc.enable()
+        monitor.check_unique()
         root = settings.get_root_resource()
         exports = dict(getattr(root, "outputs", {}) or {}) if root is not None else {}
         return Recording(monitor.registrations, _sync_await(_resolve(exports)), monitor.reads)
@@ -847,6 +865,7 @@ class Recorder:
     def finish(self) -> Recording:
         """Wait for every outstanding registration and return them."""
         _sync_await(run_pulumi_func(lambda: None))
+        self._monitor.check_unique()
         return Recording(self._monitor.registrations, reads=self._monitor.reads)
 
 

@@ -42,7 +42,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .. import catalog, provisioning, versions
-from ..component_args import Args, choice
+from ..component_args import Args, KeywordArgs, choice
 from ..kubernetes_base.common import check_pool_set, child_opts, helm_release, pools_of
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPoolSpec
@@ -143,8 +143,7 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
     return checked
 
 
-
-class SchedulingPolicy(pulumi.ComponentResource):
+class SchedulingPolicy(pulumi.ComponentResource, metaclass=KeywordArgs):
     """Priority classes and Kueue queues derived from the GPU pools and the teams."""
 
     priority_classes: dict[str, k8s.scheduling.v1.PriorityClass]

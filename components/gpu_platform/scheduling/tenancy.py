@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog
-from ..component_args import DNS_LABEL, Args, choice
+from ..component_args import DNS_LABEL, Args, KeywordArgs, choice
 from ..kubernetes_base.common import DNS_SUBDOMAIN, check_pool_set, child_opts, pools_of
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPoolSpec
@@ -89,8 +89,7 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
     return checked
 
 
-
-class TeamNamespace(pulumi.ComponentResource):
+class TeamNamespace(pulumi.ComponentResource, metaclass=KeywordArgs):
     """A team's namespace: Pod Security labels, GPU/CPU/memory quota, default requests, edit RBAC for the team's
     group, ingress isolation, egress limited to the namespace, DNS and the internet, the LocalQueue its jobs
     submit to, and ResourceClaimTemplates for the GPUs of DRA pools (``<pool>-gpu``, ``<pool>-node``)."""

@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import versions
-from ..component_args import DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, Rule, choice
+from ..component_args import DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, KeywordArgs, Rule, choice
 from ..config_model import PlatformConfig
 from ..kubernetes_base.common import DNS_SUBDOMAIN, child_opts, helm_release, register_body
 from ..pools import GpuPool, GpuPoolSpec
@@ -74,6 +74,7 @@ class PrePullArgs(TypedDict, total=False):
     """One GPU pool's images to pull onto every node when it joins."""
 
     pool: Required[GpuPoolSpec]
+    """The GPU pool whose nodes pull the images."""
     images: Required[list[str]]
     """Image references (each image needs a ``true`` executable: the init step it runs)."""
 
@@ -219,7 +220,7 @@ def volume_of(args: StorageVolumeArgs) -> objects.StorageVolume:
         claim=args.get("claim", True), keep=args.get("keep", False), directory=args.get("directory"))
 
 
-class DataPlaneStorage(pulumi.ComponentResource):
+class DataPlaneStorage(pulumi.ComponentResource, metaclass=KeywordArgs):
     """CSI driver releases, PersistentVolumes and claims, bucket-access ServiceAccounts, the directories Job and the
     image pre-pull DaemonSets of a stack's data plane.
 

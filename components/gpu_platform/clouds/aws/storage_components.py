@@ -10,7 +10,6 @@ The decisions are `storage_options`' (pure); each component registers what they 
 from typing import Any, Optional, TypedDict
 
 import pulumi
-import pulumi_aws as aws
 from typing_extensions import Required
 
 from ...component_args import KUBERNETES_VERSION, Args, Rule, choice
@@ -19,7 +18,13 @@ from ...security.pod_security import RUN_AS_ID
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
 from ...storage.composition import BucketClaims, FileSystemClaims, former_parent
 from ...storage.storage_backends import STORAGE_SERVICE_ACCOUNT, BucketBackend, SharedFileSystemBackend
+from .. import missing_extra
 from . import storage_options as so
+
+try:
+    import pulumi_aws as aws
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 def csi_addon(component: pulumi.ComponentResource, name: str, addon: str, cluster_name: pulumi.Input[str],

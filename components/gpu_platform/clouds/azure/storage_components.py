@@ -12,7 +12,6 @@ import ipaddress
 from typing import Any, Optional, TypedDict
 
 import pulumi
-from pulumi_azure_native import authorization, managedidentity, network, storagecache
 from typing_extensions import Required
 
 from ...component_args import Args, choice
@@ -21,7 +20,13 @@ from ...labels import AZURE_WORKLOAD_IDENTITY_CLIENT_ID_ANNOTATION, AZURE_WORKLO
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
 from ...storage.composition import BucketClaims, FileSystemClaims, check_capacity, former_parent
 from ...storage.storage_backends import BucketBackend, CsiDriverManifests, SharedFileSystemBackend
+from .. import missing_extra
 from . import storage_options as so
+
+try:
+    from pulumi_azure_native import authorization, managedidentity, network, storagecache
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 class AksSharedFileSystemArgs(TypedDict, total=False):

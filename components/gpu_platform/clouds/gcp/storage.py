@@ -38,6 +38,7 @@ from .storage_components import (
 __all__ = ["LUSTRE_PEERING_CIDR", "bucket_access_args", "file_system_args", "network_path", "storage_from_config"]
 
 
+
 def storage_from_config(name: str, config: PlatformConfig, cluster: Any,
                         opts: Optional[pulumi.ResourceOptions] = None) -> StorageBackends:
     """The stack's `GkeSharedFileSystem` and `GkeBucketAccess` (children of ``cluster``, a `GkeCluster`), and how to

@@ -11,7 +11,6 @@ and ``gcs_fuse_csi_driver`` turn them on.
 from typing import Any, Optional, TypedDict
 
 import pulumi
-import pulumi_gcp as gcp
 from typing_extensions import Required
 
 from ...component_args import Args, matching
@@ -20,9 +19,15 @@ from ...labels import GKE_GCSFUSE_VOLUMES_ANNOTATION
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
 from ...storage.composition import BucketClaims, FileSystemClaims, check_capacity, former_parent
 from ...storage.storage_backends import BucketBackend, SharedFileSystemBackend
+from .. import missing_extra
 from . import options as gcp_options
 from . import pools as gcp_pools
 from . import storage_options as so
+
+try:
+    import pulumi_gcp as gcp
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 LUSTRE_PEERING_CIDR = "10.10.0.0/20"
 """The private services access range of a new VPC (Managed Lustre instances take /24s from it): clear of the new

@@ -13,13 +13,18 @@ streaming never reaches it (`storage_options.check_storage` refuses it).
 from typing import Any, Optional
 
 import pulumi
-import pulumi_oci as oci
 
 from ...config_model import PlatformConfig
 from ...storage.bucket_args import bucket_args
 from ...storage.storage_backends import BucketBackend, CsiDriverChart, StorageBackends
+from .. import missing_extra
 from . import storage_options as so
 from .storage_components import OkeBucketAccess, OkeBucketAccessArgs, OkeSharedFileSystem, OkeSharedFileSystemArgs
+
+try:
+    import pulumi_oci as oci
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 def file_system_ad_number(config: PlatformConfig) -> int:

@@ -11,7 +11,6 @@ installed by `DataPlaneStorage` from the chart the bucket access names (``data_p
 from typing import Any, Optional, TypedDict
 
 import pulumi
-import pulumi_oci as oci
 from typing_extensions import Required
 
 from ...component_args import Args, at_least
@@ -20,8 +19,14 @@ from ...pools import GpuPoolSpec
 from ...storage.bucket_args import BucketArgs, bucket_configs, checked_bucket_access
 from ...storage.composition import BucketClaims, FileSystemClaims, former_parent
 from ...storage.storage_backends import BucketBackend, CsiDriverChart, SharedFileSystemBackend
+from .. import missing_extra
 from . import storage_options as so
 from .iam import compartment_scope
+
+try:
+    import pulumi_oci as oci
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 class OkeSharedFileSystemArgs(TypedDict, total=False):
