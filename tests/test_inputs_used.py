@@ -164,7 +164,31 @@ class Table(NamedTuple):
     plugin tolerates) reach only the objects `DataPlaneStorage` registers from them."""
 
 
+QUEUE_TEAM = {"name": "a", "gpu_quota": 4}
 TABLES = [
+    # The team's own settings, field by field, are in tests/test_team_quotas.py and tests/test_team_wiring.py.
+    Table("gpu_platform.scheduling.policy:SchedulingPolicy", {"pools": [L4.spec()], "teams": [QUEUE_TEAM]}, [
+        Row("pools", [L4.spec()], [L4.spec(), MIG.spec()]),  # a second flavor
+        Row("teams", [QUEUE_TEAM], [{**QUEUE_TEAM, "pool_quotas": {"l4": 4}, "flavor_order": ["l4"],
+                                     "preemption": {"within_cluster_queue": "Never"}, "fair_sharing_weight": 2.0}]),
+        Row("kueue", True, False),
+        Row("per_gpu_priority_classes", False, True),
+        Row("default_priority_class", None, "low-priority"),
+        Row("enable_prometheus", False, True),
+        Row("overcommit", False, True, {"teams": [{"name": "a", "gpu_quota": 100}]}),  # 100 GPUs on 12
+        Row("admission_checks", [], ["multikueue"]),
+        Row("multikueue", None, {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+                                 "workerLostTimeout": "15m"}),
+    ]),
+    Table("gpu_platform.scheduling.tenancy:TeamNamespace", {"team": QUEUE_TEAM, "pools": [L4.spec()]}, [
+        Row("team", QUEUE_TEAM, {**QUEUE_TEAM, "group": "ml", "storage_quota": "1Ti"}),
+        Row("cluster_queue", None, "a"),  # no SchedulingPolicy of the program defines it: refused
+        Row("pools", [L4.spec()], [DRA.spec()]),
+        Row("pod_security", "baseline", "restricted"),
+        Row("monitoring_namespace", None, "monitoring"),
+        Row("ingress_namespaces", ["envoy-gateway-system"], ["gateway"]),
+        Row("overcommit", False, True, {"team": {"name": "a", "gpu_quota": 100}}),
+    ]),
     Table("gpu_platform.accelerators.nvidia:NvidiaGpuStack", {"cloud": "aws", "pools": [L4.spec()]}, [
         Row("cloud", "aws", "oci"),  # an AWS pool on OCI is refused
         Row("gpu_software", "operator", "device-plugin"),
@@ -913,11 +937,7 @@ def test_llm_autoscaling_settings_without_prometheus_are_refused():
                    "without it the replicas stay fixed)")
 
 
-UNTABLED = {
-    "gpu_platform.scheduling.policy:SchedulingPolicy": "issue 38's team inputs (group, storage_quota, borrowing and "
-                                                       "lending limits) are being wired in the same round",
-    "gpu_platform.scheduling.tenancy:TeamNamespace": "the same team object",
-}
+UNTABLED: dict[str, str] = {}
 """Served components without a table yet, and why."""
 
 

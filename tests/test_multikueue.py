@@ -32,7 +32,8 @@ WORKERS = [{"name": "us-central1", "stack": "acme/gpu-platform/mk-worker-us"},
 def gcp_raw(**extra):
     return {"cloud": "gcp", "region": "us-central1",
             "nodePools": [{"name": "l4", "instanceType": "g2-standard-8"}],
-            "teams": [{"name": "research", "gpuQuota": 8}, {"name": "product", "gpuQuota": 4}], **extra}
+            "teams": [{"name": "research", "gpuQuota": 8}, {"name": "product", "gpuQuota": 4}],
+            "scheduling": {"overcommit": True}, **extra}  # 12 GPUs on one L4: declared
 
 
 def manager_raw(**section):
@@ -506,6 +507,8 @@ def test_a_stack_without_the_section_is_unchanged(tmp_path):
     path = minimal_manager(tmp_path, {"workers": [{"name": "a", "stack": "acme/p/a"}]})
     document = yaml.safe_load(path.read_text())
     del document["config"]["gpu-platform:multikueue"]
+    # No longer a manager: its teams' quotas are checked against its own pool, so it says it overcommits.
+    document["config"]["gpu-platform:scheduling"] = {"overcommit": True}
     path.write_text(yaml.safe_dump(document))
     result = plan.plan_stack("mgr", path)
     assert not [m for m in result.manifests if m["kind"].startswith("MultiKueue") or m["kind"] == "AdmissionCheck"]

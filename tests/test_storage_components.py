@@ -36,6 +36,8 @@ TEAM = {"name": "research", "gpuQuota": 8, "storageQuota": "2Ti"}
 CLAIM = "1023Gi"
 """Each of the team's two claims: half of 2Ti less the bucket claim's 1Gi (`storage_config.team_claim_gib`)."""
 ONLY_STORAGE = {"inference": {"enabled": False}, "training": {"enabled": False}}
+OVERCOMMIT = {"scheduling": {"overcommit": True}}
+"""The team's 8 GPUs on a 2-GPU pool (Azure's and OCI's here) are declared, or refused."""
 
 AWS_POOL = {"name": "train", "instanceType": "p5.48xlarge", "minNodes": 0, "maxNodes": 2, "rdma": True,
             "zones": ["us-west-2b"]}
@@ -53,7 +55,7 @@ STACKS = {
             "storage": {"sharedFileSystem": {"sizeGiB": 2400, "throughputPerTiB": 250},
                         "buckets": [{"name": "datasets", "bucket": "acme-datasets"}]}},
     "azure": {"cloud": "azure", "region": "westeurope", "osSku": "Ubuntu", "nodePools": [AZURE_POOL],
-              "teams": [TEAM], **ONLY_STORAGE,
+              "teams": [TEAM], **ONLY_STORAGE, **OVERCOMMIT,
               "storage": {"sharedFileSystem": {"sizeGiB": 8192, "throughputPerTiB": 250},
                           "buckets": [{"name": "datasets", "bucket": "datasets", "storageAccount": "acmedata",
                                        "readOnly": False, "profile": "checkpoint"}]}},
@@ -62,7 +64,7 @@ STACKS = {
             "storage": {"sharedFileSystem": {"sizeGiB": 18000, "throughputPerTiB": 500},
                         "buckets": [{"name": "datasets", "bucket": "acme-datasets", "profile": "serving"}]}},
     "oci": {"cloud": "oci", "region": "us-ashburn-1", "compartmentId": COMPARTMENT, "nodePools": [OCI_POOL],
-            "teams": [TEAM], **ONLY_STORAGE,
+            "teams": [TEAM], **ONLY_STORAGE, **OVERCOMMIT,
             "storage": {"sharedFileSystem": {"sizeGiB": 4096},
                         "buckets": [{"name": "datasets", "bucket": "acme-datasets"}]}},
 }

@@ -64,6 +64,8 @@ _COMPONENTS = {
     "SchedulingPolicyArgs": ".kube.scheduling",
     "TeamNamespace": ".kube.tenancy",
     "TeamNamespaceArgs": ".kube.tenancy",
+    "Team": ".scheduling.teams",
+    "TeamSpec": ".scheduling.teams",
     "MultiKueueManager": ".scheduling.multikueue",
     "MultiKueueManagerArgs": ".scheduling.multikueue",
     "MultiKueueWorkerAccess": ".scheduling.multikueue",

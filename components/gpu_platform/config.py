@@ -173,7 +173,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         gpu_software = default_gpu_software(cloud, pools)
     _unique([p.name for p in pools], "nodePools", "pool")
     advertised = catalog.advertised_resources(p.gpu_model for p in pools)
-    teams = [parse_team(t, join("teams", i), advertised) for i, t in enumerate(read_list(raw, "teams", ""))]
+    teams = [parse_team(t, join("teams", i), advertised, pools) for i, t in enumerate(read_list(raw, "teams", ""))]
     _unique([t.name for t in teams], "teams", "team")
     config = PlatformConfig(
         stack=stack,

@@ -207,10 +207,11 @@ class GpuPlatform(pulumi.ComponentResource):
             }, opts=self._k8s_opts(depends_on=accelerator_stacks))
         # [layer: scheduling]
         from .scheduling.policy import SchedulingPolicy
-        from .scheduling.teams import team_spec
+        from .scheduling.teams import Team, team_spec
 
         monitoring = self.layers.get("monitoring")
-        teams = [team_spec(t) for t in config.teams]
+        # One Team object per team, given to its ClusterQueue and its namespace alike.
+        teams = [Team(**team_spec(t)) for t in config.teams]
         manager = config.multikueue is not None and config.multikueue.manager
         if manager:
             from .scheduling import multikueue_objects
@@ -222,6 +223,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "per_gpu_priority_classes": config.scheduling.per_gpu_priority_classes,
             "default_priority_class": config.scheduling.default_priority_class,
             "enable_prometheus": monitoring is not None,
+            "overcommit": config.scheduling.overcommit,
             # A MultiKueue manager's team queues dispatch to its workers (the next layer builds the check).
             **({"admission_checks": [multikueue_objects.ADMISSION_CHECK],
                 "multikueue": multikueue_objects.controller_section(config.multikueue)} if manager else {}),
@@ -239,12 +241,15 @@ class GpuPlatform(pulumi.ComponentResource):
         # target's dependency closure, and one edge per team object to every Kueue object made plans quadratic.
         kueue_ready = [scheduling.release] if scheduling.release is not None else []
         self.layers["tenancy"] = {
-            team["name"]: TeamNamespace(f"{name}-team-{team['name']}", {
+            team.name: TeamNamespace(f"{name}-team-{team.name}", {
                 "team": team,
-                "cluster_queue": team["name"] if scheduling.release is not None else None,
+                "cluster_queue": team.name if scheduling.release is not None else None,
                 "monitoring_namespace": monitoring.namespace if monitoring is not None else None,
                 "pools": specs,
                 "pod_security": team_config.pod_security,
+                # A MultiKueue manager's quotas bound what it dispatches, not what its own pools hold.
+                "overcommit": config.scheduling.overcommit or (config.multikueue is not None
+                                                               and config.multikueue.manager),
             }, opts=self._k8s_opts(depends_on=kueue_ready))
             for team, team_config in zip(teams, config.teams, strict=True)
         }

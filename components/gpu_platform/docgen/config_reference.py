@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..health import health_config
 from ..monitoring import monitoring_config
 from ..optimizer import optimizer_config
-from ..scheduling import multikueue_config, scheduling_config
+from ..scheduling import multikueue_config, queue_config, scheduling_config
 from ..serving import gateway_config, inference_config, llm_config
 from ..storage import storage_config
 from ..training import training_config
@@ -173,7 +173,13 @@ def shared_sections() -> list[Section]:
                 tuple(sorted(keys_checked_in(node_pools, "parse_taint"))), CLOUDS, lambda c: c.node_pools[0].taints[0],
                 probe=_with_taint),
         Section("teams", "`teams[]`", "teams[]", config.TeamConfig,
-                tuple(sorted(keys_checked_in(scheduling_config, "parse_team"))), CLOUDS, lambda c: c.teams[0]),
+                tuple(sorted(keys_checked_in(scheduling_config, "parse_team") - set(scheduling_config.QUEUE_KEYS))),
+                CLOUDS, lambda c: c.teams[0]),
+        # A team's own Kueue settings live in `TeamConfig.queue`, its preemption one level further.
+        Section("teams-kueue", "`teams[]`: the team's Kueue queue", "teams[]", queue_config.TeamQueue,
+                tuple(sorted(scheduling_config.QUEUE_KEYS)), CLOUDS, lambda c: c.teams[0].queue),
+        _parsed_in(scheduling_config, "_parse_preemption", "teams[].preemption", queue_config.QueuePreemption,
+                   lambda c: c.teams[0].queue.preemption),
     ]
     sections.append(Section("control-plane", "Managed clouds: API endpoint and Secrets encryption", "",
                             control_plane.ControlPlaneSecurity, tuple(sorted(control_plane.KEYS)), MANAGED_CLOUDS,
