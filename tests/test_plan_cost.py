@@ -133,3 +133,41 @@ def test_the_recording_keeps_the_inputs_sent_even_when_the_mocks_change_them():
         pulumi.runtime.settings.reset_options()
     (registration,) = monitor.registrations
     assert registration.inputs["data"] == {"key": "sent"}
+
+
+def test_a_list_of_pools_is_checked_once_and_each_component_gets_its_own_copy(parses):
+    pool_spec.forget_checked_pools()
+    from gpu_platform.scheduling.tenancy import checked_args
+
+    args = {"team": {"name": "ml", "gpu_quota": 1}, "pools": POOLS}
+    first, second = checked_args("a", args)["pools"], checked_args("b", args)["pools"]
+    assert parses == [p["name"] for p in POOLS]  # the second list is not checked item by item
+    assert first == second == [pool_spec.check_pool(Args("A", "a"), p, "p", "aws").spec() for p in POOLS]
+    assert first is not second and all(a is not b and a["labels"] is not b["labels"] and
+                                       a["taints"] is not b["taints"] for a, b in zip(first, second, strict=True))
+    first[0]["labels"]["tier"] = "changed"  # a component changing its copy changes no other
+    assert "tier" not in checked_args("c", args)["pools"][0]["labels"]
+
+
+def test_a_wrong_list_of_pools_fails_each_time_with_the_components_line():
+    pool_spec.forget_checked_pools()
+    from gpu_platform.scheduling.tenancy import checked_args
+
+    bad = [POOLS[0], {**POOLS[1], "max_nodes": 2.5}]
+    for name in ("a", "b"):
+        with pytest.raises(ConfigError, match=f"^TeamNamespace {name}: pools\\[1\\].max_nodes: must be an integer, "
+                                              "got 2.5$"):
+            checked_args(name, {"team": {"name": "ml", "gpu_quota": 1}, "pools": bad})
+    assert not pool_spec._CHECKED_LISTS
+
+
+def test_equal_lists_of_specs_share_their_pools_and_others_get_their_own():
+    from gpu_platform.pools import GpuPool, pools_from_specs
+
+    specs = [dict(p) for p in POOLS]
+    pools = pools_from_specs(specs)
+    assert pools == [GpuPool.from_spec(s) for s in POOLS]
+    again = pools_from_specs([dict(p) for p in POOLS])
+    assert again is not pools and all(a is b for a, b in zip(again, pools, strict=True))
+    floats = pools_from_specs([{**POOLS[0], "max_nodes": 2.0}])  # 2.0 is not 2 to the memo, equal as a pool
+    assert floats == [GpuPool.from_spec(POOLS[0])] and floats[0] is not pools[0]
