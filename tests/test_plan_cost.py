@@ -3,12 +3,14 @@ source positions captured under the mocks, inputs deserialized once per registra
 result or an error."""
 
 import asyncio
+import contextlib
 import re
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 from pulumi.runtime import resource as resource_runtime
+from pulumi.runtime import rpc
 
 from gpu_platform import pool_spec, testing
 from gpu_platform.component_args import Args
@@ -171,3 +173,85 @@ def test_equal_lists_of_specs_share_their_pools_and_others_get_their_own():
     assert again is not pools and all(a is b for a, b in zip(again, pools, strict=True))
     floats = pools_from_specs([{**POOLS[0], "max_nodes": 2.0}])  # 2.0 is not 2 to the memo, equal as a pool
     assert floats == [GpuPool.from_spec(POOLS[0])] and floats[0] is not pools[0]
+
+
+def _struct(value: dict):
+    from google.protobuf import struct_pb2
+
+    struct = struct_pb2.Struct()
+    struct.update(value)
+    return struct
+
+
+PLAIN_STATES = [
+    {},
+    {"metadata": {"name": "ns", "labels": {"a": "b"}, "annotations": None}, "spec": {"replicas": 3, "ratio": 0.5}},
+    {"list": [1, None, True, "x", {"k": None, "n": 2}, [], {}], "flag": False, "zero": 0, "big": 2 ** 60},
+    {"tuple": ("a", 1), "nested": {"deeper": {"deepest": [{"x": (None,)}]}}, "none": None},
+]
+
+
+def _typed(value):
+    """``value`` with every type spelled out (3.0 is not 3, True is not 1.0, a list is not a tuple, an Unknown is
+    an Unknown); dicts as sorted items: protobuf iterates a Struct in an order that changes from process to
+    process, so no reader of the SDK's promises one."""
+    if isinstance(value, dict):
+        return ("dict", sorted((k, _typed(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_typed(v) for v in value])
+    if type(value).__name__ == "Unknown":
+        return ("Unknown",)
+    return (type(value).__name__, value)
+
+
+@pytest.mark.parametrize("state", PLAIN_STATES)
+def test_plain_structs_read_as_the_sdk_reads_them(state):
+    struct = testing._plain_struct(state)
+    sdk = _typed(testing._SDK_DESERIALIZE_PROPERTIES(struct))
+    assert _typed(testing._deserialize_properties(struct)) == sdk
+    assert _typed(testing._round_trip(state)) == sdk  # the state read back without a Struct
+    assert list(testing._deserialize_properties(struct)) == list(struct.fields)  # the Struct's own order
+
+
+NOT_PLAIN = [
+    {"password": {rpc.__dict__.get("_special_sig_key", ""): rpc._special_secret_sig, "value": "hunter2"}},
+    {"endpoint": rpc.UNKNOWN, "name": "n"},
+    {"items": [rpc.UNKNOWN, "x"]},
+]
+
+
+@pytest.mark.parametrize("value", NOT_PLAIN)
+@pytest.mark.parametrize("keep_unknowns", [None, True])
+def test_secrets_and_unknowns_are_read_by_the_sdks_reader(value, keep_unknowns):
+    struct = _struct(value)
+    sdk = _typed(testing._SDK_DESERIALIZE_PROPERTIES(struct, keep_unknowns))
+    assert _typed(testing._deserialize_properties(struct, keep_unknowns)) == sdk
+    assert _typed(testing._deserialize_properties(testing._PlainState(value), keep_unknowns)) == sdk
+
+
+def test_internal_keys_are_left_out_as_the_sdk_leaves_them_out():
+    struct = _struct({"__internal": 1, "__provider": "p", "name": "n"})
+    assert testing._deserialize_properties(struct, None, False) == {"__provider": "p", "name": "n"}
+    assert testing._deserialize_properties(struct) == testing._SDK_DESERIALIZE_PROPERTIES(struct)
+
+
+def test_the_plain_reader_is_the_sdks_only_while_a_program_runs():
+    seen = []
+    testing.run_program(lambda: seen.append(rpc.deserialize_properties))
+    assert seen == [testing._deserialize_properties]
+    assert rpc.deserialize_properties is testing._SDK_DESERIALIZE_PROPERTIES
+
+
+def test_a_plan_is_the_same_with_and_without_the_plain_wire_form(monkeypatch):
+    """Every registration's inputs, parent, dependencies and options, and the exports, of a reference stack."""
+    from pathlib import Path
+
+    from gpu_platform import plan
+
+    stack = Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.aws-dev.yaml"
+    fast = plan.plan_stack("aws-dev", stack)
+    monkeypatch.setattr(testing, "plain_wire_form", contextlib.nullcontext)
+    slow = plan.plan_stack("aws-dev", stack)
+    assert [vars(r) for r in fast.recording] == [vars(r) for r in slow.recording]
+    assert fast.recording.exports == slow.recording.exports
+    assert fast.manifests == slow.manifests

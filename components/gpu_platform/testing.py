@@ -535,6 +535,113 @@ def _plain_struct(state: dict) -> struct_pb2.Struct:
     return struct
 
 
+_SIG_KEY = _SPECIAL_SIG.decode()
+
+
+class _NotPlain(Exception):
+    """Raised inside the plain converters below for what only the SDK's own code handles."""
+
+
+def _from_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        text = value.string_value
+        if text == rpc.UNKNOWN:
+            raise _NotPlain  # an unknown value: the SDK turns it into None or Unknown
+        return text
+    if kind == "number_value":
+        return value.number_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return _from_struct(value.struct_value)
+    if kind == "list_value":
+        return [_from_value(item) for item in value.list_value.values]
+    if kind == "null_value":
+        return None
+    raise _NotPlain  # a Value with nothing set: the SDK's reader raises its own error
+
+
+def _from_struct(struct: struct_pb2.Struct) -> dict:
+    fields = struct.fields
+    if _SIG_KEY in fields:
+        raise _NotPlain  # a secret, resource reference, asset or output value
+    out = {}
+    for key, value in fields.items():  # the order `Struct.items()` gives
+        plain = _from_value(value)
+        if plain is not None:  # as the SDK: a property that reads None does not exist
+            out[key] = plain
+    return out
+
+
+def _round_trip(value: Any) -> Any:
+    """What `rpc.deserialize_properties` reads back from the Struct that protobuf makes of plain ``value``
+    (`_is_plain`): numbers become floats (bools stay), tuples lists, properties that are None disappear."""
+    kind = type(value)
+    if kind is dict:
+        if _SIG_KEY in value:
+            raise _NotPlain
+        out = {}
+        for key, item in value.items():
+            plain = _round_trip(item)
+            if plain is not None:
+                out[key] = plain
+        return out
+    if kind is list or kind is tuple:
+        return [_round_trip(item) for item in value]
+    if kind is str and value == rpc.UNKNOWN:
+        raise _NotPlain
+    if kind is int:
+        return float(value)
+    return value
+
+
+class _PlainState:
+    """The mock state of a plain registration, in place of the Struct of it that the SDK would only read back
+    (`rpc.resolve_outputs`) inside `plain_wire_form`: there the reader makes of it what it would make of the
+    Struct (`_round_trip`), without building one."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: dict):
+        self.state = state
+
+    def struct(self) -> struct_pb2.Struct:
+        return _plain_struct(self.state)
+
+
+def _deserialize_properties(props_struct: Any, keep_unknowns: Optional[bool] = None,
+                            keep_internal: Optional[bool] = True) -> Any:
+    """`rpc.deserialize_properties`, answer for answer: plain Structs (and `_PlainState`) read by the converters
+    above, everything else (secrets, resources, assets, unknowns, internal keys left out) by the SDK's own."""
+    plain_state = type(props_struct) is _PlainState
+    if keep_internal is True:
+        try:
+            return _round_trip(props_struct.state) if plain_state else _from_struct(props_struct)
+        except _NotPlain:
+            pass
+        except AttributeError:  # not a Struct at all: the SDK's reader says what it makes of it
+            pass
+    return _SDK_DESERIALIZE_PROPERTIES(props_struct.struct() if plain_state else props_struct,
+                                       keep_unknowns, keep_internal)
+
+
+_SDK_DESERIALIZE_PROPERTIES = rpc.deserialize_properties
+
+
+@contextlib.contextmanager
+def plain_wire_form():
+    """Inside, `rpc.deserialize_properties` reads plain data with `_from_struct` (the SDK's reader walks every
+    value through several generic checks: a fifth of a large plan, twice per registration) and understands the
+    `_PlainState` answers of `RecordingMonitor`. Same answers: anything not plain goes to the SDK's reader. Only
+    the mock harness uses this; a real ``pulumi up`` never runs through it."""
+    rpc.deserialize_properties = _deserialize_properties
+    try:
+        yield
+    finally:
+        rpc.deserialize_properties = _SDK_DESERIALIZE_PROPERTIES
+
+
 def _loop_runs_here() -> bool:
     """True on the thread of a running event loop: the mock monitor was called inline (`_inline_executor`)."""
     try:
@@ -581,14 +688,19 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
         resolve_callbacks = getattr(pulumi_mocks_module, "_resolve_callbacks", None)
         transforms = resolve_callbacks(request.transforms) if resolve_callbacks and request.transforms else []
         resource_id, state = self.mocks.new_resource(pulumi.runtime.MockResourceArgs(
-            typ=request.type, name=request.name, inputs=rpc.deserialize_properties(request.object),
+            typ=request.type, name=request.name, inputs=_deserialize_properties(request.object),
             provider=request.provider, resource_id=request.importId, custom=request.custom or False,
             transforms=transforms))
+        self.resources[urn] = pulumi_mocks_module.MockMonitor.ResourceRegistration(urn, resource_id, state)
+        if _is_plain(state) and rpc.deserialize_properties is _deserialize_properties:
+            # The SDK only reads the state back (`plain_wire_form`): no Struct is built for it. The SDK's own
+            # response type for a registration without a monitor; unset fields read as the protobuf's would.
+            return resource_runtime.RegisterResponse(urn, resource_id or "", _PlainState(state), None,
+                                                     resource_pb2.Result.SUCCESS)
         if _is_plain(state):
             obj = _plain_struct(state)
         else:  # the mocks answered with Outputs or resources: the SDK's serializer, off the loop
             obj = _off_the_loop(lambda s: _sync_await(rpc.serialize_properties(s, {})), state)
-        self.resources[urn] = pulumi_mocks_module.MockMonitor.ResourceRegistration(urn, resource_id, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=obj)
 
     def RegisterResource(self, request):
@@ -756,7 +868,7 @@ def run_program(
         collecting = gc.isenabled()
         gc.disable()
         try:
-            with without_source_positions(), without_cyclic_garbage(), _inline_executor(loop):
+            with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), _inline_executor(loop):
                 _sync_await(run_pulumi_func(program))
         finally:
             if collecting:
