@@ -255,3 +255,37 @@ def test_a_plan_is_the_same_with_and_without_the_plain_wire_form(monkeypatch):
     assert [vars(r) for r in fast.recording] == [vars(r) for r in slow.recording]
     assert fast.recording.exports == slow.recording.exports
     assert fast.manifests == slow.manifests
+
+
+def test_the_dependency_walk_answers_as_the_sdks():
+    from pulumi.runtime import resource_cycle_breaker as breaker
+
+    class Node:
+        def __init__(self, name):
+            self.name = name
+
+    a, b, c, d, e = (Node(n) for n in "abcde")
+    for source, targets in ((a, [b, c]), (b, [d]), (c, [d]), (d, [a])):  # a -> b, c -> d -> a: a cycle
+        setattr(source, breaker._DEPENDENCIES_PROPERTY, set(targets))
+    nodes = [a, b, c, d, e]
+    for source in nodes:
+        for target in nodes:
+            assert testing._reachable(source, target) == breaker._reachable(source, target), (source.name,
+                                                                                               target.name)
+    assert testing._reachable(b, c) and not testing._reachable(e, a) and testing._reachable(e, e)
+
+
+def test_the_dependency_walk_is_the_sdks_only_while_a_program_runs():
+    from pulumi.runtime import resource_cycle_breaker as breaker
+
+    real, seen = breaker._reachable, []
+    testing.run_program(lambda: seen.append(breaker._reachable))
+    assert seen == [testing._reachable] and breaker._reachable is real
+
+
+@pytest.mark.parametrize("value", [
+    "x", 1, None, [], {}, {"a": [1, {"b": "c"}]}, [[[]]],
+    {"a": [1, {"b": pulumi.output.Unknown()}]}, [pulumi.output.Unknown()], pulumi.output.Unknown(),
+])
+def test_unknowns_are_found_as_the_sdk_finds_them(value):
+    assert testing._contains_unknowns(value) == rpc.contains_unknowns(value)

@@ -36,7 +36,7 @@ from typing import Any, Optional
 
 import pulumi
 from google.protobuf import struct_pb2
-from pulumi.runtime import known_types, rpc, settings
+from pulumi.runtime import known_types, resource_cycle_breaker, rpc, settings
 from pulumi.runtime import mocks as pulumi_mocks_module
 from pulumi.runtime import resource as resource_runtime
 from pulumi.runtime.config import set_all_config
@@ -768,6 +768,8 @@ def _contains_unknowns(val: Any, seen_ids: Optional[set[int]] = None) -> bool:
     every Output it creates, so a large plan left about a million such objects, and collecting them after the
     run took a sixth of the plan. This one walks the same values in the same order and frees its state at once.
     """
+    if type(val) in _SCALARS:
+        return False  # never an Unknown and holds nothing (the bulk of every input)
     if known_types.is_unknown(val):
         return True
     if seen_ids is None:
@@ -776,11 +778,20 @@ def _contains_unknowns(val: Any, seen_ids: Optional[set[int]] = None) -> bool:
     if val_id in seen_ids:
         return False
     seen_ids.add(val_id)
+    # Loops rather than any(generator): a generator frame per container was most of the walk.
     if isinstance(val, dict):
-        return any(_contains_unknowns(val[k], seen_ids) for k in val)
+        for k in val:  # noqa: SIM110 - the loop is the point (see above)
+            if _contains_unknowns(val[k], seen_ids):
+                return True
+        return False
     if isinstance(val, list):
-        return any(_contains_unknowns(x, seen_ids) for x in val)
+        for x in val:  # noqa: SIM110
+            if _contains_unknowns(x, seen_ids):
+                return True
     return False
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @contextlib.contextmanager
@@ -799,6 +810,40 @@ def without_cyclic_garbage():
         yield
     finally:
         rpc.contains_unknowns = real
+
+
+def _reachable(from_resource: Any, to_resource: Any) -> bool:
+    """`pulumi.runtime.resource_cycle_breaker._reachable`, answer for answer: whether ``to_resource`` is among
+    ``from_resource`` and its transitive computed dependencies. The SDK asks it for every dependency a resource's
+    inputs carry and walks the dependency graph with nested generators, each node passed up through every
+    level; this walks it with a stack, visiting each resource once."""
+    visited: set = set()
+    stack = [from_resource]
+    while stack:
+        resource = stack.pop()
+        if resource in visited:
+            continue
+        visited.add(resource)
+        if resource == to_resource:
+            return True
+        stack.extend(resource_cycle_breaker._deps(resource))
+    return False
+
+
+@contextlib.contextmanager
+def direct_dependency_walk():
+    """Inside, the SDK's cycle check walks dependencies with `_reachable` (same answers). Only the mock harness
+    uses this; a real ``pulumi up`` never runs through it. If the SDK no longer has the function, nothing
+    changes."""
+    real = getattr(resource_cycle_breaker, "_reachable", None)
+    if real is None or not hasattr(resource_cycle_breaker, "_deps"):
+        yield
+        return
+    resource_cycle_breaker._reachable = _reachable
+    try:
+        yield
+    finally:
+        resource_cycle_breaker._reachable = real
 
 
 @contextlib.contextmanager
@@ -868,7 +913,8 @@ def run_program(
         collecting = gc.isenabled()
         gc.disable()
         try:
-            with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), _inline_executor(loop):
+            with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), direct_dependency_walk(), \
+                _inline_executor(loop):
                 _sync_await(run_pulumi_func(program))
         finally:
             if collecting:
