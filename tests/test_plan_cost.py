@@ -289,3 +289,27 @@ def test_the_dependency_walk_is_the_sdks_only_while_a_program_runs():
 ])
 def test_unknowns_are_found_as_the_sdk_finds_them(value):
     assert testing._contains_unknowns(value) == rpc.contains_unknowns(value)
+
+
+def test_remembered_type_unwrapping_answers_as_the_sdk():
+    from typing import Optional as Opt
+
+    import pulumi_kubernetes as kubernetes
+    from pulumi import _types
+
+    annotations = [str, int, Opt[str], pulumi.Output[str], pulumi.Input[str], Opt[pulumi.Input[dict]],
+                   pulumi.Input["kubernetes.meta.v1.ObjectMetaArgs"], kubernetes.meta.v1.ObjectMetaArgs,
+                   Opt[kubernetes.meta.v1.outputs.ObjectMeta], list[str], dict[str, str]]
+    for name in ("unwrap_type", "unwrap_optional_type"):
+        real = getattr(_types, name)
+        remembered = testing._remembered(real)
+        for annotation in annotations * 2:  # the second time from the memo
+            assert remembered(annotation) == real(annotation), (name, annotation)
+
+
+def test_type_unwrapping_is_remembered_only_while_a_program_runs():
+    from pulumi import _types
+
+    real, seen = _types.unwrap_type, []
+    testing.run_program(lambda: seen.append(_types.unwrap_type))
+    assert seen[0] is not real and _types.unwrap_type is real

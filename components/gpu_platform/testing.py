@@ -36,6 +36,7 @@ from typing import Any, Optional
 
 import pulumi
 from google.protobuf import struct_pb2
+from pulumi import _types as pulumi_types
 from pulumi.runtime import known_types, resource_cycle_breaker, rpc, settings
 from pulumi.runtime import mocks as pulumi_mocks_module
 from pulumi.runtime import resource as resource_runtime
@@ -846,6 +847,40 @@ def direct_dependency_walk():
         resource_cycle_breaker._reachable = real
 
 
+def _remembered(unwrap: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``unwrap`` (a pure function of a type annotation) answering each annotation once; an annotation that
+    cannot be a dict key goes to ``unwrap`` every time."""
+    known: dict = {}
+
+    def remembered(typ: Any) -> Any:
+        try:
+            return known[typ]
+        except KeyError:
+            known[typ] = result = unwrap(typ)
+            return result
+        except TypeError:
+            return unwrap(typ)
+
+    return remembered
+
+
+@contextlib.contextmanager
+def remembered_type_unwrapping():
+    """Inside, the SDK's `unwrap_type` and `unwrap_optional_type` (Output[T], Input[T], Optional[T] -> T: pure
+    functions of an annotation, asked for every property of every input and output it converts, a twentieth of
+    a large plan) answer each annotation once per run. Only the mock harness uses this; a real ``pulumi up``
+    never runs through it. If the SDK no longer has them, nothing changes."""
+    names = [n for n in ("unwrap_type", "unwrap_optional_type") if callable(getattr(pulumi_types, n, None))]
+    real = {n: getattr(pulumi_types, n) for n in names}
+    for name in names:
+        setattr(pulumi_types, name, _remembered(real[name]))
+    try:
+        yield
+    finally:
+        for name in names:
+            setattr(pulumi_types, name, real[name])
+
+
 @contextlib.contextmanager
 def _inline_executor(loop: asyncio.AbstractEventLoop):
     """Inside, ``loop.run_in_executor(None, f)`` calls ``f`` at once on the loop's thread and returns its result as
@@ -914,7 +949,7 @@ def run_program(
         gc.disable()
         try:
             with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), direct_dependency_walk(), \
-                _inline_executor(loop):
+                remembered_type_unwrapping(), _inline_executor(loop):
                 _sync_await(run_pulumi_func(program))
         finally:
             if collecting:
