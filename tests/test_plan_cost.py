@@ -313,3 +313,42 @@ def test_type_unwrapping_is_remembered_only_while_a_program_runs():
     real, seen = _types.unwrap_type, []
     testing.run_program(lambda: seen.append(_types.unwrap_type))
     assert seen[0] is not real and _types.unwrap_type is real
+
+
+def test_a_program_is_collected_once_after_it_ran_and_the_collector_is_as_before():
+    import gc
+
+    states = []
+    testing.run_program(lambda: states.append((gc.isenabled(), gc.get_freeze_count() > 0)))
+    assert states == [(False, True)]  # paused, the heap from before frozen
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        testing.run_program(lambda: None)
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+
+
+def test_the_garbage_of_a_program_is_freed_when_it_returns():
+    import gc
+    import weakref
+
+    class Held:
+        pass
+
+    refs = []
+
+    def program():
+        held = Held()
+        held.cycle = held  # only the cyclic collector frees it
+        refs.append(weakref.ref(held))
+
+    testing.run_program(program)
+    assert refs[0]() is None
+    gc.freeze()  # a process that froze objects of its own: nothing of it is unfrozen
+    try:
+        testing.run_program(program)
+        assert refs[1]() is None and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
