@@ -352,3 +352,56 @@ def test_the_garbage_of_a_program_is_freed_when_it_returns():
         assert refs[1]() is None and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def _alias_urns(monkeypatch, on_demand: bool):
+    """The exported alias URNs of a ConfigMap with a former type, a former name and a former parent."""
+    if not on_demand:
+        monkeypatch.setattr(testing, "aliases_on_demand", contextlib.nullcontext)
+    kinds = []
+
+    def program():
+        parent = pulumi.ComponentResource("test:index:Box", "box")
+        old_parent = pulumi.ComponentResource("test:index:Old", "old")
+        cm = k8s.core.v1.ConfigMap("cm", data={"a": "b"}, opts=pulumi.ResourceOptions(parent=parent, aliases=[
+            pulumi.Alias(type_="kubernetes:core/v1:OldMap"), pulumi.Alias(name="former"),
+            pulumi.Alias(parent=old_parent), "urn:pulumi:test::gpu-platform::x::y"]))
+        kinds.extend(type(a).__name__ for a in cm._aliases)
+        pulumi.export("aliases", pulumi.Output.all(*cm._aliases))
+
+    return testing.run_program(program).exports["aliases"], kinds
+
+
+def test_alias_urns_built_on_demand_are_the_ones_built_at_once(monkeypatch):
+    eager, eager_kinds = _alias_urns(monkeypatch, on_demand=False)
+    monkeypatch.undo()
+    lazy, lazy_kinds = _alias_urns(monkeypatch, on_demand=True)
+    assert lazy == eager
+    stack = "urn:pulumi:test::gpu-platform::pulumi:pulumi:Stack$"
+    assert eager[:3] == [f"{stack}test:index:Box$kubernetes:core/v1:OldMap::cm",
+                         f"{stack}test:index:Box$kubernetes:core/v1:ConfigMap::former",
+                         f"{stack}test:index:Old$kubernetes:core/v1:ConfigMap::cm"]
+    assert lazy_kinds == ["_AliasUrn"] * 4 and "_AliasUrn" not in eager_kinds
+
+
+def test_an_alias_that_could_fail_is_built_at_once():
+    def program():
+        cm = k8s.core.v1.ConfigMap("cm", data={"a": "b"}, opts=pulumi.ResourceOptions(aliases=[
+            pulumi.Alias(parent="urn:pulumi:test::gpu-platform::test:index:Old::old"),
+            pulumi.Output.from_input(pulumi.Alias(name="former"))]))
+        assert [type(a) for a in cm._aliases] == [pulumi.Output, pulumi.Output]
+
+    testing.run_program(program)
+
+
+def test_an_azure_plan_is_the_same_with_aliases_on_demand(monkeypatch):
+    from pathlib import Path
+
+    from gpu_platform import plan
+
+    stack = Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.azure-dev.yaml"
+    fast = plan.plan_stack("azure-dev", stack)
+    monkeypatch.setattr(testing, "aliases_on_demand", contextlib.nullcontext)
+    slow = plan.plan_stack("azure-dev", stack)
+    assert [vars(r) for r in fast.recording] == [vars(r) for r in slow.recording]
+    assert fast.recording.exports == slow.recording.exports

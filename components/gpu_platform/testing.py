@@ -37,6 +37,7 @@ from typing import Any, Optional
 import pulumi
 from google.protobuf import struct_pb2
 from pulumi import _types as pulumi_types
+from pulumi import resource as pulumi_resource
 from pulumi.runtime import known_types, resource_cycle_breaker, rpc, settings
 from pulumi.runtime import mocks as pulumi_mocks_module
 from pulumi.runtime import resource as resource_runtime
@@ -881,6 +882,65 @@ def remembered_type_unwrapping():
             setattr(pulumi_types, name, real[name])
 
 
+class _AliasUrn(pulumi.Output):
+    """The URN Output of one of a resource's aliases (`pulumi.resource.Resource._aliases`), built by the SDK's
+    `collapse_alias_to_urn` the first time it is used instead of when the resource is constructed."""
+
+    def __init__(self, collapse: Callable[[], pulumi.Output]):  # made on first use: no task, nothing tracked yet
+        self._collapse = collapse
+        self._urn: Optional[pulumi.Output] = None
+
+    @property
+    def _data(self):
+        if self._urn is None:
+            self._urn = self._collapse()
+        return self._urn._data
+
+    def _untrack(self) -> None:
+        self._data  # noqa: B018 - made before the SDK takes its (not reentrant) lock, which making it takes too
+        super()._untrack()
+
+
+def _plain_alias(alias: Any, name: str, type_: str, parent: Any) -> bool:
+    """True for an alias whose URN cannot fail: a string, or an `Alias` of plain values whose name and type (its
+    own or the resource's) are strings and whose parent is a resource or none."""
+    if type(alias) is str:
+        return True
+    if type(alias) is not pulumi.Alias:
+        return False
+    alias_name = name if alias.name is ... else alias.name
+    alias_type = type_ if alias.type_ is ... else alias.type_
+    alias_parent = parent if alias.parent is ... else alias.parent
+    return (type(alias_name) is str and type(alias_type) is str
+            and (alias_parent is None or isinstance(alias_parent, pulumi.Resource))
+            and all(v is ... or v is None or type(v) is str for v in (alias.stack, alias.project)))
+
+
+@contextlib.contextmanager
+def aliases_on_demand():
+    """Inside, a resource's own alias URNs (`Resource._aliases`) are built when first used rather than when it is
+    constructed. The SDK builds them eagerly (about eight Outputs and their tasks per alias) for one use: the
+    aliases of a child when the engine cannot take alias specs. The mock monitor takes them, so they were never
+    used: azure-native resources carry an alias per former API version (about 150 per AgentPool), which made a
+    third of an Azure plan. Aliases that could fail (Outputs, a parent URN given as a string) are built at once,
+    as before. Only the mock harness uses this; a real ``pulumi up`` never runs through it."""
+    real = getattr(pulumi_resource, "collapse_alias_to_urn", None)
+    if real is None:
+        yield
+        return
+
+    def collapse_on_demand(alias, name, type_, parent):
+        if _plain_alias(alias, name, type_, parent):
+            return _AliasUrn(lambda: real(alias, name, type_, parent))
+        return real(alias, name, type_, parent)
+
+    pulumi_resource.collapse_alias_to_urn = collapse_on_demand
+    try:
+        yield
+    finally:
+        pulumi_resource.collapse_alias_to_urn = real
+
+
 @contextlib.contextmanager
 def _inline_executor(loop: asyncio.AbstractEventLoop):
     """Inside, ``loop.run_in_executor(None, f)`` calls ``f`` at once on the loop's thread and returns its result as
@@ -988,7 +1048,7 @@ def _run_program(program: Callable[[], Any], stack: str, project: str, config: O
         monitor = RecordingMonitor(mocks)
         pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
         with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), direct_dependency_walk(), \
-                remembered_type_unwrapping(), _inline_executor(loop):
+                remembered_type_unwrapping(), aliases_on_demand(), _inline_executor(loop):
             _sync_await(run_pulumi_func(program))
         root = settings.get_root_resource()
         exports = dict(getattr(root, "outputs", {}) or {}) if root is not None else {}
