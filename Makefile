@@ -10,6 +10,9 @@ TORCH_VERSION := 2.13.0
 CHECKOV_VERSION := 3.3.30
 CHECKOV_RESOLVED_AT := 2026-10-21T00:00:00Z
 CHECKOV_VENV := $(VENV)/tools/checkov
+# The GPU policy pack's environment (policy/requirements.txt); see its target below.
+POLICY_RESOLVED_AT := 2026-11-29T00:00:00Z
+POLICY_VENV := $(VENV)/tools/policy
 
 .PHONY: plan test lint bench bench-inference clean check-lowest check-consumer
 
@@ -35,9 +38,21 @@ $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION): | $(BIN)/uv
 	  --exclude-newer $(CHECKOV_RESOLVED_AT) checkov==$(CHECKOV_VERSION)
 	touch $@
 
-# Test tools, the inference app's stack, promtool, checkov. torch goes through pip on purpose: pip honours the
-# machine's pip configuration (a local CPU wheel where one is provided); uv does not.
-$(VENV)/.installed-dev: $(VENV)/.installed $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+# pulumi-policy for tests/test_policy_pack.py, in an environment of its own (.venv/tools/policy): pulumi-policy
+# requires protobuf<5.30, constraints.txt pins protobuf 6. It installs policy/requirements.txt, the list the Pulumi CLI
+# installs into the pack's own venv (exact pulumi-policy, pulumi and protobuf, and this repository), from policy/ so
+# that its relative path means the same to uv as to pip; the rest resolves as PyPI had it on POLICY_RESOLVED_AT.
+$(POLICY_VENV)/.installed: policy/requirements.txt pyproject.toml | $(BIN)/uv
+	rm -rf $(POLICY_VENV)
+	$(BIN)/uv venv --quiet --python $(PYTHON) $(POLICY_VENV)
+	cd policy && ../$(BIN)/uv pip install --quiet --compile-bytecode --python ../$(POLICY_VENV)/bin/python \
+	  --exclude-newer $(POLICY_RESOLVED_AT) -r requirements.txt
+	touch $@
+
+# Test tools, the inference app's stack, promtool, checkov, pulumi-policy. torch goes through pip on purpose: pip
+# honours the machine's pip configuration (a local CPU wheel where one is provided); uv does not.
+$(VENV)/.installed-dev: $(VENV)/.installed $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION) \
+  $(POLICY_VENV)/.installed
 	$(BIN)/python -m pip install --quiet --compile -c constraints.txt torch==$(TORCH_VERSION)
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt -e '.[dev]'
 	bash scripts/ensure-promtool.sh
@@ -50,7 +65,7 @@ plan: $(VENV)/.installed
 # a checkov run) start once, and the reference stacks' shared plans (tests/conftest.py) are planned once per worker.
 # docs/testing.md, "How long the suite takes". A plain `pytest` runs serially, as before.
 test: $(VENV)/.installed-dev
-	$(BIN)/ruff check components tests examples benchmarks stacks
+	$(BIN)/ruff check components tests examples benchmarks stacks policy
 	$(BIN)/pytest -n auto --dist loadfile
 
 bench: $(VENV)/.installed-dev

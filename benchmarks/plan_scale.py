@@ -48,6 +48,8 @@ def synthetic_config(cloud: str, pools: int, teams: int) -> dict:
             for i in range(pools)
         ],
         "gpu-platform:teams": [{"name": f"team-{i:03d}", "gpuQuota": 1 + i % 8} for i in range(teams)],
+        # Many teams on few pools promise more GPUs than the pools hold: said, or the stack is refused.
+        "gpu-platform:scheduling": {"overcommit": True},
     }
     if cloud == "oci":
         config["gpu-platform:compartmentId"] = "ocid1.compartment.oc1..aaaabenchmark"

@@ -72,7 +72,7 @@ def test_neuron_pools_count_devices_and_neuroncores_per_node():
 
 
 def test_team_quotas_reach_the_namespace_quota_and_scale_the_cpu_memory_and_pod_defaults():
-    config = aws([inf2(), l4()], [{"name": "research", "gpuQuota": 2, "quotas": {NEURON: 4, NEURONCORE: 8}}])
+    config = aws([inf2(maxNodes=4), l4()], [{"name": "research", "gpuQuota": 2, "quotas": {NEURON: 4, NEURONCORE: 8}}])
     team = config.teams[0]
     assert team.quotas == ((NEURON, 4), (NEURONCORE, 8)) and team.gpu_quota == 2
     assert (team.cpu_quota, team.memory_quota_gib) == (8 * 6, 64 * 6)  # 2 GPUs + 4 Neuron devices, not the cores

@@ -97,9 +97,9 @@ def assert_schedulable_only_on(pod, pool):
 def test_stacks_without_a_workload_are_the_ones_that_plan_none():
     """The per-stack checks below cover every stack that plans the workload: gcp-tpu turns inference off (no TPU
     image of the app), aws-neuron turns training off and gcp-tpu's training pool is a TPU slice (its job is the TPU
-    example's JobSet)."""
-    assert sorted(set(REFERENCE_STACKS) - set(INFERENCE_STACKS)) == ["gcp-tpu"]
-    assert sorted(set(REFERENCE_STACKS) - set(TRAINING_STACKS)) == ["aws-neuron", "gcp-tpu"]
+    example's JobSet); the MultiKueue manager mk-manager turns both off (its jobs run on the workers)."""
+    assert sorted(set(REFERENCE_STACKS) - set(INFERENCE_STACKS)) == ["gcp-tpu", "mk-manager"]
+    assert sorted(set(REFERENCE_STACKS) - set(TRAINING_STACKS)) == ["aws-neuron", "gcp-tpu", "mk-manager"]
     assert TPU_STACKS == ["gcp-tpu"]
 
 

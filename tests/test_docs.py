@@ -70,7 +70,10 @@ EXPECTED_SECTIONS = {
     "nodepools": lambda: config.POOL_KEYS,
     "nodepools-sharing": lambda: _checked(node_pools, "parse_sharing"),
     "nodepools-taints": lambda: _checked(node_pools, "parse_taint"),
-    "teams": lambda: _checked(scheduling_config, "parse_team"),
+    # A team's keys: the namespace's and totals in one table, its Kueue queue's in the next, preemption below it.
+    "teams": lambda: _checked(scheduling_config, "parse_team") - set(scheduling_config.QUEUE_KEYS),
+    "teams-kueue": lambda: set(scheduling_config.QUEUE_KEYS),
+    "teams-preemption": lambda: _checked(scheduling_config, "_parse_preemption"),
     **{name: (lambda n=name: _checked(PARSED_IN[n], f"parse_{n}")) for name in config_reference.SECTIONS},
     "llm": lambda: _checked(llm_config, "parse_llm"),
     "gateway": lambda: _checked(gateway_config, "parse_gateway"),
@@ -95,7 +98,7 @@ def test_every_accepted_key_is_in_the_reference(anchor):
 def test_every_key_check_of_the_parsers_is_a_documented_section():
     """A parser section with a check_keys call the reference does not know would go undocumented."""
     assert dict(config_reference.SECTIONS) == PARSED_IN
-    sections = {scheduling_config: {"parse_team"}}
+    sections = {scheduling_config: {"parse_team", "_parse_preemption"}}
     for name, module in PARSED_IN.items():
         sections.setdefault(module, set()).add(f"parse_{name}")
     computed = {"_parse"}  # TOP_LEVEL_KEYS

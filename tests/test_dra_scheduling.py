@@ -6,6 +6,7 @@ import yaml
 from gpu_platform.config import TeamConfig
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.scheduling import kueue_objects as ko
+from gpu_platform.scheduling import program_teams
 from gpu_platform.scheduling import tenancy_objects as to
 from gpu_platform.scheduling.policy import SchedulingPolicy
 from gpu_platform.scheduling.tenancy import TeamNamespace
@@ -208,7 +209,8 @@ def test_team_namespace_registers_claim_templates_after_the_namespace():
     args = {"team": {"name": "research", "gpu_quota": 24}, "cluster_queue": "research",
             "pools": [EXISTING_H100.spec(), EXISTING_RACK.spec()]}
     holder = {}
-    rec = run_program(lambda: holder.setdefault("ns", TeamNamespace("team-research", args)))
+    rec = run_program(lambda: (program_teams.remember_queues("another stack", ["research"]),
+                               holder.setdefault("ns", TeamNamespace("team-research", args))))
     component = rec.one("gpuplatform:index:TeamNamespace")
     namespace = rec.one("kubernetes:core/v1:Namespace")
     templates = rec.of_type("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")

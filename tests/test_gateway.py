@@ -490,7 +490,7 @@ def test_component_attributes_are_the_route_contract():
         "ready": 5,
         "route": {"gateway_name": "inference", "gateway_namespace": "gateway", "section_name": "http",
                   "implementation": "envoy-gateway", "request_timeout": "30s", "data_plane_peers": [ENVOY_PEER],
-                  "max_request_body_size": "1Mi", "rate_limit_per_minute": 5}}
+                  "max_request_body_size": "1Mi", "rate_limit_per_minute": 5, "inference_pool": False}}
 
 
 def test_gke_component_is_the_gateway_alone():

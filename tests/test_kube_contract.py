@@ -56,7 +56,8 @@ MISUSE = [
     (lambda: TeamNamespace("ml", {"team": {"name": "ML Team"}}),
      "TeamNamespace ml: team.name: 'ML Team' is not a DNS label (lower-case letters, digits and '-')"),
     (lambda: TeamNamespace("ml", {"team": {"name": "ml", "gpu_quota": 2, "lending_limit": 3}}),
-     "TeamNamespace ml: team.lending_limit: cannot exceed gpu_quota (2), got 3"),
+     "TeamNamespace ml: team.lending_limit: is the team's ClusterQueue's (SchedulingPolicy); a namespace makes no "
+     "use of it: give it there, or one Team to both"),
     (lambda: TeamNamespace("ml", {"team": TEAM, "pod_security": "strict"}),
      "TeamNamespace ml: pod_security: 'strict' is not one of privileged, baseline, restricted; did you mean "
      "'restricted'?"),

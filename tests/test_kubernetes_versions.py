@@ -179,7 +179,7 @@ def _stack(name: str) -> dict:
 
 def test_every_reference_stack_is_on_the_default():
     stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
-    assert len(stacks) == 14
+    assert len(stacks) == 17
     assert {name: _stack(name).get("kubernetesVersion") for name in stacks} == {name: "1.36" for name in stacks}
 
 

@@ -27,7 +27,7 @@ FEATURES = {"kubernetes_base", "security", "accelerators", "scheduling", "monito
 """The feature packages (``kubernetes_base``, the plumbing they share, among them)."""
 
 ABOVE = {"config", "platform", "plan", "cli", "diagram", "generate", "docgen", "testing", "verify", "verify_live",
-         "pool_builder", "provider"}
+         "pool_builder", "provider", "guardrails", "fleet"}
 """The stack parser that composes the features' parsers, the composer, the commands and the generators."""
 
 CLOUD_SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_oci", "boto3", "azure", "google.cloud",
@@ -218,3 +218,10 @@ def test_the_repository_imports_the_new_paths():
             if target in old_names:
                 found.append(f"{path.relative_to(ROOT)}:{line}: {target} -> {_moved.MOVED[target]}")
     assert found == []
+
+
+def test_only_the_cli_imports_the_fleet_commands():
+    """``fleet/`` sits on top of ``plan`` and ``verify_live`` (docs/fleet.md): only the command line imports it."""
+    importers = {m for m, deps in GRAPH.items() if not m.startswith("gpu_platform.fleet")
+                 and any(d == "gpu_platform.fleet" or d.startswith("gpu_platform.fleet.") for d in deps)}
+    assert importers == {"gpu_platform.cli"}

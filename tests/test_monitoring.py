@@ -113,6 +113,7 @@ def test_component_children_and_release(default_run):
     assert children == [
         ("kubernetes:core/v1:ConfigMap", "mon-gpu-cluster-overview-dashboard"),
         ("kubernetes:core/v1:ConfigMap", "mon-gpu-inference-service-dashboard"),
+        ("kubernetes:core/v1:ConfigMap", "mon-gpu-showback-dashboard"),
         ("kubernetes:core/v1:ConfigMap", "mon-gpu-team-usage-dashboard"),
         ("kubernetes:core/v1:Namespace", "mon-namespace"),
         ("kubernetes:core/v1:Secret", "mon-grafana-admin"),
@@ -203,7 +204,7 @@ def test_every_object_matches_its_schema():
     rec = run_program(lambda: GpuMonitoring("mon", {"pools": GKE_POOLS, "gke_managed_dcgm": True}))
     manifests = render_manifests(rec)
     kinds = sorted(m["kind"] for m in manifests)
-    assert kinds == ["ConfigMap", "ConfigMap", "ConfigMap", "Namespace", *["NetworkPolicy"] * 6, "PodMonitor",
+    assert kinds == [*["ConfigMap"] * 4, "Namespace", *["NetworkPolicy"] * 6, "PodMonitor",
                      "PrometheusRule", "PrometheusRule", "Role", "RoleBinding", "Secret"]
     for obj in manifests:
         validate_manifest(obj, "1.34")

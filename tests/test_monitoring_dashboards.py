@@ -31,6 +31,7 @@ def test_three_dashboards_with_stable_uids():
         "gpu-cluster-overview": "gpu-platform-cluster",
         "gpu-team-usage": "gpu-platform-teams",
         "gpu-inference-service": "gpu-platform-inference",
+        "gpu-showback": "gpu-platform-showback",
     }
 
 

@@ -208,7 +208,9 @@ def test_the_readers_per_stack(planned):
     both = {monitoring.OPTIMIZER_NAMESPACE, keda.DEFAULT_NAMESPACE}
     assert readers == {"aws-dev": both, "aws-karpenter": both, "azure-dev": both, "existing": both, "gcp-dev": both,
                        "oci-dev": both, "aws-neuron": {"keda"}, "azure-mi300x": both, "oci-mi300x": both,
-                       "gcp-tpu": set(), "aws-gb200": both, "azure-gb200": both, "gcp-a4x": both, "oci-gb200": both}
+                       "gcp-tpu": set(), "aws-gb200": both, "azure-gb200": both, "gcp-a4x": both, "oci-gb200": both,
+                       # MultiKueue: the manager runs no inference app (no KEDA), its workers do.
+                       "mk-manager": {monitoring.OPTIMIZER_NAMESPACE}, "mk-worker-us": both, "mk-worker-eu": both}
 
 
 def _selects(selector: dict, labels: dict) -> bool:

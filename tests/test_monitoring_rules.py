@@ -70,8 +70,9 @@ def test_every_rendered_rule_group_passes_promtool_check(promtool, tmp_path):
     for f, g in zip(files, groups, strict=True):
         assert f"Checking {f}\n  SUCCESS: {len(g.rules)} rules found" in result.stdout
     assert [g.name for g in groups] == ["gpu-platform.gpu.rules", "gpu-platform.usage.rules",
-                                        "gpu-platform.gpu-health", "gpu-platform.gpu-efficiency",
-                                        "gpu-platform.scheduling", "gpu-platform.inference"]
+                                        "gpu-platform.showback.rules", "gpu-platform.gpu-health",
+                                        "gpu-platform.gpu-efficiency", "gpu-platform.scheduling",
+                                        "gpu-platform.inference"]
 
 
 def test_promtool_check_rejects_a_broken_expression(promtool, tmp_path):
@@ -112,7 +113,7 @@ def test_promtool_unit_tests_pass(promtool, tmp_path):
     write_rule_file(tmp_path / RULE_FILE, default_rule_set().all_groups)
     tests = sorted(PROMTOOL_TESTS.glob("*.yaml"))
     assert [t.name for t in tests] == ["efficiency.yaml", "gpu_health.yaml", "inference.yaml", "kueue.yaml",
-                                       "recording.yaml"]
+                                       "recording.yaml", "showback.yaml"]
     for t in tests:
         shutil.copy(t, tmp_path / t.name)
     result = run(promtool, "test", "rules", *(t.name for t in tests), cwd=tmp_path)

@@ -106,9 +106,11 @@ def test_quotas_add_up(case):
         assert min((*quota.gpus, *quota.cpu, *quota.memory_gib, 0)) >= 0
         if team.lending_limit is not None:
             # lendingLimit counts NVIDIA GPUs, like gpuQuota: split over the NVIDIA flavors only.
-            assert sum(quota.lending) == team.lending_limit
-            assert all(lend <= gpus for lend, gpus in zip(quota.lending, quota.quota_of(GPU), strict=True))
-            assert all(lend == 0 for lend, p in zip(quota.lending, pools, strict=True) if p.resource != GPU)
+            assert sum(n or 0 for n in quota.lending) == team.lending_limit
+            assert all(lend <= gpus for lend, gpus in zip(quota.lending, quota.quota_of(GPU), strict=True)
+                       if lend is not None)
+            # Other vendors' flavors carry no lending limit at all.
+            assert all(lend is None for lend, p in zip(quota.lending, pools, strict=True) if p.resource != GPU)
     for resource in resources:
         if fits_within_capacity(resource, plans, teams):
             for i, plan in enumerate(plans):

@@ -208,6 +208,8 @@ L4_POOL = {"name": "l4", "cloud": "existing", "instanceType": "", "gpuModel": "l
            "gpuMemoryGib": 24, "minNodes": 1, "maxNodes": 3, "sharingMode": "time-slicing", "sharingReplicas": 4,
            "role": "inference"}
 TEAM = {"name": "research", "gpuQuota": 16, "cpuQuota": 128, "memoryQuotaGib": 1024, "group": "research"}
+QUEUE_TEAM = {k: v for k, v in TEAM.items() if k != "group"}
+"""The team as its ClusterQueue takes it (the group is its namespace's)."""
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +231,16 @@ def _construct(component_provider, token: str, inputs: dict):
 
 
 def test_team_namespace_from_another_language(component_provider):
-    rec, state = _construct(component_provider, "TeamNamespace", {"team": TEAM, "clusterQueue": "research"})
+    state = {}
+
+    def program():
+        # The ClusterQueue the LocalQueue feeds comes from the program's SchedulingPolicy, constructed first.
+        component_provider.construct("p", "gpuplatform:index:SchedulingPolicy",
+                                     _floats({"pools": [H100_POOL, L4_POOL], "teams": [QUEUE_TEAM]}), None)
+        state.update(component_provider.construct("x", "gpuplatform:index:TeamNamespace",
+                                                  _floats({"team": TEAM, "clusterQueue": "research"}), None).state)
+
+    rec = run_program(program)
     quota = rec.one("kubernetes:core/v1:ResourceQuota").inputs["spec"]["hard"]
     assert quota["requests.nvidia.com/gpu"] == "16" and quota["requests.cpu"] == "128"
     assert rec.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue").inputs["spec"]["clusterQueue"] == "research"
@@ -238,7 +249,7 @@ def test_team_namespace_from_another_language(component_provider):
 
 def test_scheduling_policy_from_another_language(component_provider):
     rec, _ = _construct(component_provider, "SchedulingPolicy",
-                        {"pools": [H100_POOL, L4_POOL], "teams": [TEAM], "kueue": True})
+                        {"pools": [H100_POOL, L4_POOL], "teams": [QUEUE_TEAM], "kueue": True})
     queue = rec.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
     quotas = [r["nominalQuota"] for g in queue["resourceGroups"] for f in g["flavors"] for r in f["resources"]
               if r["name"] == "nvidia.com/gpu"]

@@ -99,6 +99,8 @@ def test_each_stack_expects_the_namespaces_its_configuration_makes():
         "gcp-tpu": {"monitoring", "jobset-system"},
         # Racks: DRA pools add no namespace (the DRA driver runs in the NVIDIA stack's own).
         "aws-gb200": nvidia, "azure-gb200": nvidia, "gcp-a4x": gke, "oci-gb200": nvidia,
+        # MultiKueue: the manager runs neither inference app nor Gateway; its GKE workers are like gcp-dev.
+        "mk-manager": {"monitoring", "gpu-optimizer"}, "mk-worker-us": gke, "mk-worker-eu": gke,
     }
 
 

@@ -152,7 +152,8 @@ def test_file_system_goes_to_the_rdma_pool_else_the_first_gpu_pool():
     assert aws_storage.file_system_placement(config, ["us-west-2a", "us-west-2b"], []) == (
         "us-west-2b", None, "the RDMA pool train")
     no_rdma = storage_config_of({"sharedFileSystem": {"sizeGiB": 1200}}, pools=[
-        {"name": "infer", "instanceType": "g6.xlarge", "minNodes": 0, "maxNodes": 2}])
+        {"name": "infer", "instanceType": "g6.xlarge", "minNodes": 0, "maxNodes": 2}],
+        teams=[{"name": "research", "gpuQuota": 2}])  # what the pool holds
     assert aws_storage.file_system_placement(no_rdma, ["us-west-2c", "us-west-2a"], []) == (
         "us-west-2c", None, "no RDMA pool: the first GPU pool infer")
     existing = parse_config({

@@ -190,7 +190,8 @@ def test_lustre_capacity_rules(fs, key, message):
 def test_lustre_needs_a_zone_and_a_port_988_minor():
     no_zones = [{**POOLS[0], "zones": []}]
     with pytest.raises(ConfigError, match="lives in one zone"):
-        parse_config(raw_stack({"sharedFileSystem": {"sizeGiB": 9000}}, nodePools=no_zones), "dev")
+        parse_config(raw_stack({"sharedFileSystem": {"sizeGiB": 9000}}, nodePools=no_zones,
+                               teams=[{"name": "research", "gpuQuota": 2}]), "dev")
     with pytest.raises(ConfigError, match="port 988 from 1.33.2-gke.4780000"):
         parse_config(raw_stack({"sharedFileSystem": {"sizeGiB": 9000}}, kubernetesVersion="1.33"), "dev")
 

@@ -33,6 +33,8 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 PV = "kubernetes:core/v1:PersistentVolume"
 KEYS_DIR = ROOT / "tests" / "data" / "chart_keys"
 A10 = {"name": "a10-infer", "instanceType": "VM.GPU.A10.1", "minNodes": 1, "maxNodes": 4}
+TEAM_ON_A10 = {"name": "research", "gpuQuota": 4}
+"""A team the A10 pool alone holds (4 GPUs at its maximum size)."""
 H100 = {"name": "h100-train", "instanceType": "BM.GPU.H100.8", "minNodes": 2, "maxNodes": 2, "rdma": True,
         "imageId": "ocid1.image.oc1.iad.aaaaaaaaubuntudocaofed", "zones": [2]}
 
@@ -114,7 +116,7 @@ def test_file_system_ad_prefers_the_rdma_pool(rdma, first, default, ad):
 def test_file_system_ad_of_a_stack():
     assert oci_storage.file_system_ad_number(config_of({"sharedFileSystem": {"sizeGiB": 100}})) == 2
     assert oci_storage.file_system_ad_number(config_of({"sharedFileSystem": {"sizeGiB": 100}},
-                                                       pools=[dict(A10)])) == 1
+                                                       pools=[dict(A10)], teams=[TEAM_ON_A10])) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -177,7 +179,7 @@ def test_size_reaches_the_quota_and_the_persistent_volumes():
 
 def test_existing_vcn_admits_the_worker_subnets_own_cidr():
     subnet = "ocid1.subnet.oc1.iad.aaaaaaaa{}"
-    config = config_of({"sharedFileSystem": {"sizeGiB": 100}}, pools=[dict(A10)],
+    config = config_of({"sharedFileSystem": {"sizeGiB": 100}}, pools=[dict(A10)], teams=[TEAM_ON_A10],
                        vcnId="ocid1.vcn.oc1.iad.aaaaaaaavcn", endpointSubnetId=subnet.format("api"),
                        workerSubnetId=subnet.format("workers"), podSubnetId=subnet.format("pods"),
                        loadBalancerSubnetId=subnet.format("lb"))

@@ -6,6 +6,7 @@ from network_policy_eval import Endpoint, admitted
 from gpu_platform.config import TeamConfig
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool
+from gpu_platform.scheduling import program_teams
 from gpu_platform.scheduling import tenancy_objects as to
 from gpu_platform.scheduling.tenancy import TeamNamespace
 from gpu_platform.schemas import validate_manifest
@@ -20,7 +21,13 @@ PROMETHEUS_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 
 def build(**extra):
     args = {"team": TEAM, "cluster_queue": "research", "monitoring_namespace": "monitoring", **extra}
-    return run_program(lambda: TeamNamespace("team-research", args))
+
+    def program():
+        # The ClusterQueue the LocalQueue feeds must exist in the program (made by another program here).
+        program_teams.remember_queues("another stack", ["research"])
+        return TeamNamespace("team-research", args)
+
+    return run_program(program)
 
 
 def by_kind(rec, kind):

@@ -138,6 +138,10 @@ EXPECTED_PODS = {
     "azure-gb200": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
     "gcp-a4x": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
     "oci-gb200": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    # MultiKueue: the manager's reference workloads are off (they would be dispatched), its workers run them.
+    "mk-manager": OPTIMIZER_PODS,
+    "mk-worker-us": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
+    "mk-worker-eu": TRAINING_PODS | INFERENCE_PODS | OPTIMIZER_PODS,
 }
 """What `platform_pods` must derive for each reference stack (checks the derivation itself)."""
 

@@ -11,6 +11,13 @@ plan is written all the same). Errors are one line each; no traceback reaches th
 the added, removed and changed inputs, a verdict per change (disruptive or in place, with the reason) and a total;
 ``--json`` prints the same as a document. Exit codes: 0 nothing disruptive, 3 something disruptive, 2 bad input
 (a missing file, not a plan, different stacks, a Kubernetes minor that skips one or goes down).
+
+``gpu-platform policy check PLAN_DIR`` runs the GPU guardrails (the policy pack's rules, `gpu_platform.guardrails`)
+over offline plans: one line per violation; exit 0 clean, 1 violations, 2 bad input. ``plan`` prints the same
+violations in its summary without changing its exit code.
+
+``gpu-platform fleet plan FLEET`` / ``fleet up FLEET`` plan and roll out stacks in waves (`gpu_platform.fleet.command`
+has their exit codes; docs/fleet.md).
 """
 
 import argparse
@@ -142,11 +149,25 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new", metavar="NEW", help="the new plan, in the same form")
     diff.add_argument("--json", action="store_true", help="print a machine-readable document instead")
     diff.set_defaults(func=_diff)
+    from .guardrails import command as guardrails
+
+    policy = sub.add_parser("policy", help="the GPU guardrails of the policy pack (policy/) over offline plans")
+    policy_check = policy.add_subparsers(dest="policy_command", required=True).add_parser(
+        "check", help="check offline plans against the GPU guardrails: one line per violation",
+        description=guardrails.__doc__.splitlines()[0])
+    guardrails.build_parser(policy_check)
+    policy_check.set_defaults(func=guardrails.run)
     from .optimizer import run as optimizer
 
     optimize = sub.add_parser("optimize", help="find idle GPU allocations in Prometheus and right-size them")
     optimizer.build_parser(optimize)
     optimize.set_defaults(func=optimizer.run)
+    from .monitoring import usage
+
+    usage_help = "GPU showback from Prometheus: GPU-hours admitted, busy and idle share per team and pool"
+    usage_parser = sub.add_parser("usage", help=usage_help, description=usage_help + ".")
+    usage.build_parser(usage_parser)
+    usage_parser.set_defaults(func=usage.run)
     from .health import controller as remediation
     from .health import reporter
 
@@ -176,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
                                         "the plan of the same stack configuration promised?")
     verify_live.build_parser(verify)
     verify.set_defaults(func=verify_live.run)
+    from .fleet import command as fleet_command
+
+    fleet = sub.add_parser("fleet", help="plan and roll out many stacks in waves: canary first, gates, bake times",
+                           description="Plan (offline) and roll out (pulumi.automation) the stacks of a fleet file.")
+    fleet_command.build_parser(fleet)
     return parser
 
 

@@ -27,7 +27,7 @@ from typing import Any, Optional
 import pulumi
 
 from .cidrs import CidrRule
-from .errors import ConfigError, did_you_mean, one_of
+from .errors import ConfigError, argument_name, did_you_mean, one_of
 from .pools import GpuPool, GpuPoolSpec
 from .upgrades import kubernetes_versions
 
@@ -88,6 +88,38 @@ MEMORY_QUANTITY = matching(r"[1-9]\d*(Ki|Mi|Gi|Ti|k|M|G|T)?", "a memory quantity
 PROMETHEUS_DURATION = matching(r"([1-9]\d*(ms|s|m|h|d|w|y))+", "a Prometheus duration such as 15d")
 CRON = matching(r"\S+( \S+){4}", "a five-field cron schedule such as '*/30 * * * *'")
 NON_EMPTY = Rule(check=lambda v: "must not be empty" if not v else None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Keyword arguments
+
+
+class KeywordArgs(type):
+    """Metaclass of the components: their args may be given as keywords, as Pulumi's own resources take theirs
+    (``NvidiaGpuStack("nvidia", cloud="aws", pools=[...])`` is ``NvidiaGpuStack("nvidia", {"cloud": "aws", "pools":
+    [...]})``); keywords join the ``args`` mapping, and a key given both ways is refused in one line."""
+
+    def __call__(cls, *positional: Any, **keywords: Any) -> Any:
+        names = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+        extra = {k: v for k, v in keywords.items() if k not in names}
+        if not extra:
+            return super().__call__(*positional, **keywords)
+        keywords = {k: v for k, v in keywords.items() if k in names}
+        if len(positional) > len(names):
+            return super().__call__(*positional, **keywords, **extra)  # Python's own TypeError says what is wrong
+        bound = dict(zip(names[:len(positional)], positional, strict=True))
+        if set(bound) & set(keywords):
+            return super().__call__(*positional, **keywords, **extra)  # Python's own TypeError says what is wrong
+        bound.update(keywords)
+        args = bound.get("args", {})
+        if not isinstance(args, Mapping):
+            return super().__call__(*positional, **keywords, **extra)  # the args checker names the bad args
+        for key in extra:
+            if key in args:
+                raise ConfigError(key, "is given twice, as a keyword and in args: give it once",
+                                  f"{cls.__name__} {bound.get('name', '')}".strip())
+        bound["args"] = {**args, **extra}
+        return super().__call__(**bound)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -185,7 +217,7 @@ class Args:
         return out
 
     def _unknown(self, key: str, hints: Mapping[str, Any]) -> str:
-        snake = snake_case(key)
+        snake = argument_name(key)
         if snake != key and snake in hints:
             return f"unknown argument; arguments are snake_case in Python: use '{snake}' (camelCase is the stack " \
                    "file's spelling)"

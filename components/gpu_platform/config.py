@@ -79,6 +79,7 @@ from .node_pools import (  # noqa: F401  (re-exported: the nodePools parser's fo
 )
 from .optimizer.optimizer_config import check_optimizer_pools, parse_optimizer
 from .scheduling.kueue_objects import MAX_POOL_TAINTS  # noqa: F401  (re-exported)
+from .scheduling.multikueue_config import check_multikueue, parse_multikueue
 from .scheduling.scheduling_config import (  # noqa: F401  (re-exported: the sections' former home)
     check_scheduling,
     parse_quotas,
@@ -127,7 +128,7 @@ def _check_fallbacks(config: PlatformConfig) -> None:
 TOP_LEVEL_KEYS = {
     "cloud", "region", "compartmentId", "kubernetesVersion", "gpuSoftware", "nodePools", "teams",
     "monitoring", "scheduling", "inference", "optimizer", "autoscaling", "training", "gateway", "llm",
-    "health", "storage", "maintenance",
+    "health", "storage", "maintenance", "multikueue",
 }
 
 
@@ -145,6 +146,9 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     if cloud not in catalog.CLOUDS:
         raise ConfigError("cloud", one_of(cloud, catalog.CLOUDS))
     options = options_module(cloud)
+    stack_problem = getattr(options, "stack_name_problem", lambda _stack: None)(stack)
+    if stack_problem:  # first: nothing else about the stack matters if it cannot be deployed under its name
+        raise ConfigError("", stack_problem)
     if cloud != "existing":
         # Imported here: control_plane reads values with this module's helpers.
         from .control_plane import refuse_renamed
@@ -169,7 +173,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         gpu_software = default_gpu_software(cloud, pools)
     _unique([p.name for p in pools], "nodePools", "pool")
     advertised = catalog.advertised_resources(p.gpu_model for p in pools)
-    teams = [parse_team(t, join("teams", i), advertised) for i, t in enumerate(read_list(raw, "teams", ""))]
+    teams = [parse_team(t, join("teams", i), advertised, pools) for i, t in enumerate(read_list(raw, "teams", ""))]
     _unique([t.name for t in teams], "teams", "team")
     config = PlatformConfig(
         stack=stack,
@@ -191,6 +195,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
         health=parse_health(raw, cloud),
         storage=parse_storage(raw, cloud),
         maintenance=parse_maintenance(raw.get("maintenance")),
+        multikueue=parse_multikueue(raw),
     )
     _check_software(config, explicit_software=raw.get("gpuSoftware") is not None)
     _check_dra(config)
@@ -205,6 +210,7 @@ def _parse(raw: Mapping, stack: str) -> PlatformConfig:
     parse_cluster = getattr(options, "parse_cluster_options", None)
     if parse_cluster is not None:
         config = replace(config, cluster_options=parse_cluster(raw, config))
+    check_multikueue(config)  # after the cloud's options: an existing worker needs its kubeconfig key
     return config
 
 

@@ -12,6 +12,8 @@ from .fields import Secret  # noqa: F401  (re-exported: a field of the model)
 from .health.health_config import HealthConfig
 from .labels import Taint
 from .pools import GpuPool, Sharing
+from .scheduling.multikueue_config import MultiKueueSettings
+from .scheduling.queue_config import TeamQueue
 from .serving.gateway_config import GatewayConfig
 from .serving.llm_config import LlmConfig
 from .storage.storage_config import StorageConfig
@@ -110,6 +112,9 @@ class TeamConfig:
     (``aws.amazon.com/neuron: 16``, ``amd.com/gpu: 8``), each >= 0 and advertised by a node pool. They cap the
     namespace like ``gpuQuota`` and are split over the team's Kueue flavors the same way. ``nvidia.com/gpu`` here
     is ``gpuQuota`` under another name (give one of them)."""
+    queue: TeamQueue = TeamQueue()
+    """The team's own Kueue settings: quotas per pool or GPU model, limits per flavor, flavor order, preemption, fair
+    sharing (`scheduling.queue_config`)."""
     storage_quota: Optional[str] = None
     """``storageQuota``: storage the team's claims may request in total (``requests.storage`` of its namespace's
     quota), whole ``Gi`` or ``Ti`` such as ``2Ti``. With ``storage.sharedFileSystem`` its datasets and checkpoints
@@ -160,6 +165,8 @@ class SchedulingConfig:
     """Also create ``high-priority-<gpu>`` / ``medium-priority-<gpu>`` classes per GPU model."""
     default_priority_class: Optional[str] = None
     """Tier made the cluster's global default (None: no global default)."""
+    overcommit: bool = False
+    """``scheduling.overcommit``: teams' quotas may add up to more than the pools hold (else refused)."""
 
 
 @dataclass(frozen=True)
@@ -314,6 +321,9 @@ class PlatformConfig:
     (keys below). Default: Saturdays 00:00-12:00 UTC."""
     cluster_options: Any = None
     """The cloud's own cluster settings, parsed by ``clouds/<cloud>/options.py``."""
+    multikueue: Optional[MultiKueueSettings] = None
+    """``multikueue``: this stack as a MultiKueue manager (its team queues dispatch to worker stacks' clusters) or
+    worker (keys in docs/multikueue.md). Default: neither."""
 
     def gpu_pools(self) -> list[GpuPool]:
         """The `GpuPool` each node pool publishes (cloud layers may add cloud facts on top)."""

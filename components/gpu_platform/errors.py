@@ -1,7 +1,14 @@
 """The one error type bad configuration raises: a single line naming the stack, the path and the problem."""
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
+from typing import Optional
+
+STACK_KEY_ARGUMENTS = {"memoryQuotaGi": "memory_quota_gib"}
+"""Stack keys whose component argument is not their snake_case: the stack key keeps the Kubernetes quantity suffix
+(``Gi``), the argument names its unit (``gib``). Each side's messages name the other's spelling when it is used
+where it does not belong."""
 
 
 class ConfigError(ValueError):
@@ -41,9 +48,27 @@ def join(path: str, key: "str | int") -> str:
     return f"{path}.{key}" if path else key
 
 
+def argument_name(stack_key: str) -> str:
+    """The component argument a stack key maps to: its snake_case (``gpuQuota`` -> ``gpu_quota``) or, where the two
+    spellings differ, `STACK_KEY_ARGUMENTS`."""
+    return STACK_KEY_ARGUMENTS.get(stack_key) or re.sub(r"(?<!^)(?=[A-Z])", "_", stack_key).lower()
+
+
+def stack_spelling(key: str, allowed: Iterable[str]) -> Optional[str]:
+    """The allowed stack key that ``key`` (an argument's spelling such as ``memory_quota_gib``, or its camelCase
+    ``memoryQuotaGib``) stands for, or None."""
+    wanted = argument_name(key) if "_" not in key else key
+    return next((k for k in sorted(allowed) if argument_name(k) == wanted and k not in (key, wanted)), None)
+
+
 def check_keys(raw: Mapping, allowed: Iterable[str], path: str) -> None:
-    """Reject keys a section does not know, suggesting the closest known one."""
+    """Reject keys a section does not know, suggesting the closest known one (a component argument's spelling is
+    named as such)."""
     allowed = set(allowed)
     for key in raw:
         if key not in allowed:
+            spelled = stack_spelling(str(key), allowed)
+            if spelled is not None:
+                raise ConfigError(join(path, key), f"unknown key; stack files spell it '{spelled}' (the component "
+                                                   f"argument is '{argument_name(spelled)}')")
             raise ConfigError(join(path, key), f"unknown key{did_you_mean(str(key), sorted(allowed))}")

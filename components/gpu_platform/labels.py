@@ -133,6 +133,10 @@ KUEUE_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 PodSetRequiredTopologyAnnotation)."""
 KUEUE_PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 """``controllerName`` of an AdmissionCheck served by Kueue's ProvisioningRequest controller."""
+KUEUE_MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+"""``controllerName`` of an AdmissionCheck served by MultiKueue (kueue v1beta2 ``MultiKueueControllerName``)."""
+MULTIKUEUE_WORKER_LABEL = f"{DOMAIN}/multikueue-worker"
+"""On a MultiKueue manager: the worker a MultiKueueCluster and its kubeconfig Secret stand for."""
 KUEUE_PODSET_LABEL = "kueue.x-k8s.io/podset"
 """Pod label Kueue sets on the pod template of every workload it admits, with the pod set's name, when it starts the
 job, and removes when it stops it (kueue@v0.19.2 pkg/constants/constants.go ``PodSetLabel``, set in

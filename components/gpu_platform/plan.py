@@ -161,6 +161,7 @@ def plan_stack(stack: str, stack_file: Path, program_dir: Optional[Path] = None)
     namespaced = load_stack_file(stack_file)
     config = parse_config(strip_namespace(namespaced), stack)
     project = project_of(stack_file)
+    _check_multikueue_workers(config, stack_file, project.name if project else PROJECT_NAME)
     program = program_dir if program_dir is not None else project.program if project else None
     recording = run_program(_program(program), stack=stack, project=project.name if project else PROJECT_NAME,
                             config=namespaced, secret_keys=_secret_keys(namespaced))
@@ -173,6 +174,25 @@ def plan_stack(stack: str, stack_file: Path, program_dir: Optional[Path] = None)
         except ManifestError as err:
             errors.append(str(err))
     return StackPlan(stack, config, recording, manifests, errors)
+
+
+def _check_multikueue_workers(config: PlatformConfig, stack_file: Path, project: str) -> None:
+    """A MultiKueue manager's worker stacks whose stack files are beside its own (same project): each must be a
+    worker with every team of the manager (`multikueue_config.check_worker_stacks`). Raises `ConfigError`."""
+    from .scheduling.multikueue_config import check_worker_stacks
+
+    settings = config.multikueue
+    if settings is None or not settings.manager:
+        return
+    found = {}
+    for i, worker in enumerate(settings.workers):
+        path = stack_file.parent / f"Pulumi.{worker.stack_name}.yaml"
+        if worker.project == project and path.is_file():
+            found[i] = parse_config(strip_namespace(load_stack_file(path)), worker.stack_name)
+    try:
+        check_worker_stacks(settings, config.teams, project, config.stack, found)
+    except ConfigError as err:
+        raise err.for_stack(config.stack) from None
 
 
 def manifest_of(reg: Registration) -> dict:
@@ -206,17 +226,46 @@ def render_manifests(recording: Recording) -> list[dict]:
 
 def plan_json(plan: StackPlan) -> dict:
     """The ``plan.json`` document of DESIGN § gpu-platform plan, with the stack's ``cloud`` and Kubernetes minor
-    (``kubernetesVersion``) that ``gpu-platform diff`` checks an upgrade step against."""
-    return {
+    (``kubernetesVersion``) that ``gpu-platform diff`` checks an upgrade step against, and, where the stack's
+    configuration implies any, the GPU guardrails' settings (``policyConfig``: an existing cluster whose
+    NetworkPolicy engine runs outside the stack) that ``gpu-platform policy check`` applies to the plan."""
+    from .guardrails.plan_check import policy_config_of
+
+    document = {
         "stack": plan.stack,
         "cloud": plan.config.cloud,
         "kubernetesVersion": plan.config.kubernetes_version,
         "resources": [
             {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom,
-             "protect": r.protect, "inputs": r.inputs}
+             "protect": r.protect, "inputs": r.inputs, **_moved_from(r)}
             for r in plan.recording
         ],
     }
+    implied = policy_config_of(plan.config)
+    if implied:
+        document["policyConfig"] = implied
+    references = stack_references(plan.recording)
+    if references:
+        document["stackReferences"] = [{"urn": r.urn, "stack": r.inputs["id"], "outputs": OFFLINE_OUTPUTS_NOTE}
+                                       for r in references]
+    return document
+
+
+OFFLINE_OUTPUTS_NOTE = "offline stand-ins (gpu_platform.testing.offline_stack_outputs): no stack was read"
+"""What plan.json says of the outputs of every stack the program references: the plan is offline."""
+
+
+def stack_references(recording: Recording) -> list[Registration]:
+    """The `pulumi.StackReference` reads of a run (answered with `testing.offline_stack_outputs`)."""
+    return [r for r in getattr(recording, "reads", []) if r.type == "pulumi:pulumi:StackReference"]
+
+
+def _moved_from(registration: Any) -> dict[str, list[str]]:
+    """``aliases``: the former URNs of a custom resource that moved (another parent or name, same type), which
+    ``gpu-platform diff`` pairs it with; absent otherwise. The providers' own aliases of versioned types are left
+    out: they name no URN an earlier plan had."""
+    same_type = [a for a in registration.aliases if a.split("::")[2].split("$")[-1] == registration.type]
+    return {"aliases": same_type} if same_type and registration.custom else {}
 
 
 def write_plan(plan: StackPlan, out_dir: Path) -> Path:
@@ -266,8 +315,16 @@ def summary(plan: StackPlan, today: Optional[datetime.date] = None) -> str:
                      f"{pool.gpus_per_node:>9} "
                      f"{pool.min_nodes:>3}-{pool.max_nodes:<4} {pool.max_gpus:>8} {sharing:<16} "
                      f"{pool.rdma_fabric or '-'}")
+    references = stack_references(rec)
+    if references:
+        lines.append(f"  stack references (offline stand-in outputs): {', '.join(r.inputs['id'] for r in references)}")
     for err in plan.errors:
         lines.append(f"  INVALID {err}")
+    # The guardrails of the policy pack (gpu-platform policy check): printed, never a planning error.
+    from .guardrails import plan_check
+
+    for violation in plan_check.check_document(plan_json(plan)):
+        lines.append(f"  POLICY {violation.line()}")
     return "\n".join(lines)
 
 

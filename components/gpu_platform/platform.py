@@ -111,7 +111,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # The NVIDIA software runs where there are NVIDIA pools (or no accelerator pool at all: a cluster whose GPU
         # nodes join later, as on existing clusters); a cluster of other vendors' accelerators gets none of it.
         if nvidia_specs or not specs:
-            from .accelerators.nvidia import NvidiaGpuStack, manages_driver
+            from .accelerators.nvidia import NvidiaGpuStack, gke_manages_everything, manages_driver
 
             preinstalled = True if self.cluster.outputs.get("driver_preinstalled") else None
             # The DCGM exporter's ServiceMonitor needs kube-prometheus-stack's CRDs: the whole stack waits for them.
@@ -125,8 +125,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 # Driver upgrades wait for the jobs Kueue admitted, or for the labelled pods without Kueue.
                 **({"kueue": config.scheduling.kueue}
                    if manages_driver(config.cloud, config.gpu_software, preinstalled) else {}),
-                "monitoring": monitoring is not None,
-                "service_monitor_labels": dict(monitoring.service_monitor_labels) if monitoring is not None else {},
+                # GKE's cloud-managed software has its own DCGM exporter (the monitoring layer scrapes it).
+                **({"monitoring": True, "service_monitor_labels": dict(monitoring.service_monitor_labels)}
+                   if monitoring is not None and not gke_manages_everything(config.cloud, config.gpu_software)
+                   else {}),
             }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
         # [layer: neuron]
         neuron_specs = specs_of(catalog.AWS_NEURON)
@@ -205,10 +207,14 @@ class GpuPlatform(pulumi.ComponentResource):
             }, opts=self._k8s_opts(depends_on=accelerator_stacks))
         # [layer: scheduling]
         from .scheduling.policy import SchedulingPolicy
-        from .scheduling.teams import team_spec
+        from .scheduling.teams import Team, team_spec
 
         monitoring = self.layers.get("monitoring")
-        teams = [team_spec(t) for t in config.teams]
+        # One Team object per team, given to its ClusterQueue and its namespace alike.
+        teams = [Team(**team_spec(t)) for t in config.teams]
+        manager = config.multikueue is not None and config.multikueue.manager
+        if manager:
+            from .scheduling import multikueue_objects
         # With monitoring, Kueue's chart adds a ServiceMonitor: it needs the Prometheus Operator CRDs first.
         self.layers["scheduling"] = SchedulingPolicy(f"{name}-scheduling", {
             "pools": specs,
@@ -217,7 +223,15 @@ class GpuPlatform(pulumi.ComponentResource):
             "per_gpu_priority_classes": config.scheduling.per_gpu_priority_classes,
             "default_priority_class": config.scheduling.default_priority_class,
             "enable_prometheus": monitoring is not None,
+            "overcommit": config.scheduling.overcommit,
+            # A MultiKueue manager's team queues dispatch to its workers (the next layer builds the check).
+            **({"admission_checks": [multikueue_objects.ADMISSION_CHECK],
+                "multikueue": multikueue_objects.controller_section(config.multikueue)} if manager else {}),
         }, opts=self._k8s_opts(depends_on=[monitoring.release] if monitoring is not None else []))
+        # [layer: multikueue]
+        from .scheduling.multikueue import build_multikueue_layer
+
+        build_multikueue_layer(self, name)
         # [layer: tenancy]
         from .scheduling.tenancy import TeamNamespace
 
@@ -227,12 +241,15 @@ class GpuPlatform(pulumi.ComponentResource):
         # target's dependency closure, and one edge per team object to every Kueue object made plans quadratic.
         kueue_ready = [scheduling.release] if scheduling.release is not None else []
         self.layers["tenancy"] = {
-            team["name"]: TeamNamespace(f"{name}-team-{team['name']}", {
+            team.name: TeamNamespace(f"{name}-team-{team.name}", {
                 "team": team,
-                "cluster_queue": team["name"] if scheduling.release is not None else None,
+                "cluster_queue": team.name if scheduling.release is not None else None,
                 "monitoring_namespace": monitoring.namespace if monitoring is not None else None,
                 "pools": specs,
                 "pod_security": team_config.pod_security,
+                # A MultiKueue manager's quotas bound what it dispatches, not what its own pools hold.
+                "overcommit": config.scheduling.overcommit or (config.multikueue is not None
+                                                               and config.multikueue.manager),
             }, opts=self._k8s_opts(depends_on=kueue_ready))
             for team, team_config in zip(teams, config.teams, strict=True)
         }
@@ -424,9 +441,12 @@ def main() -> Optional[GpuPlatform]:
     stack = pulumi.get_stack()
     try:
         config = parse_config(read_engine_config(), stack)
+        from .scheduling.multikueue_config import check_not_self
+
+        check_not_self(config.multikueue, pulumi.get_project(), stack)
     except ConfigError as err:
         # RunError prints the one-line message without a traceback.
-        raise pulumi.RunError(str(err)) from None
+        raise pulumi.RunError(str(err.for_stack(stack))) from None
     platform = GpuPlatform(stack, config)
     pulumi.export("kubeconfig", platform.kubeconfig)
     pulumi.export("clusterName", platform.cluster_name)
@@ -434,4 +454,9 @@ def main() -> Optional[GpuPlatform]:
         {"name": p.name, "instanceType": p.instance_type, "gpuModel": p.gpu_model, "gpusPerNode": p.gpus_per_node,
          "maxNodes": p.max_nodes, "rdma": p.rdma_fabric or "none"} for p in platform.pools
     ])
+    worker_kubeconfig = getattr(platform.layers.get("multikueue"), "kubeconfig", None)
+    if worker_kubeconfig is not None:  # a MultiKueue worker: what its manager reads through a StackReference
+        from .scheduling.multikueue_objects import KUBECONFIG_OUTPUT
+
+        pulumi.export(KUBECONFIG_OUTPUT, worker_kubeconfig)
     return platform

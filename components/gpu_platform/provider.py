@@ -14,10 +14,13 @@ a pull request that changes a component's inputs or outputs shows the change; `s
 breaking ones.
 """
 
+import ast
 import importlib
 import inspect
 import json
 import re
+import sys
+import textwrap
 import typing
 from typing import Any
 
@@ -50,6 +53,8 @@ COMPONENTS: tuple[str, ...] = (
     "gpu_platform.accelerators.rdma:RdmaStack",
     "gpu_platform.scheduling.policy:SchedulingPolicy",
     "gpu_platform.scheduling.tenancy:TeamNamespace",
+    "gpu_platform.scheduling.multikueue:MultiKueueManager",
+    "gpu_platform.scheduling.multikueue:MultiKueueWorkerAccess",
     "gpu_platform.monitoring.gpu_monitoring:GpuMonitoring",
     "gpu_platform.training.workload:TrainingWorkload",
     "gpu_platform.serving.keda:KedaOperator",
@@ -60,6 +65,14 @@ COMPONENTS: tuple[str, ...] = (
     "gpu_platform.optimizer.gpu_optimizer:GpuOptimizer",
     "gpu_platform.health.gpu_health:GpuHealth",
     "gpu_platform.storage.data_plane:DataPlaneStorage",
+    "gpu_platform.clouds.aws.storage_components:EksSharedFileSystem",
+    "gpu_platform.clouds.aws.storage_components:EksBucketAccess",
+    "gpu_platform.clouds.azure.storage_components:AksSharedFileSystem",
+    "gpu_platform.clouds.azure.storage_components:AksBucketAccess",
+    "gpu_platform.clouds.gcp.storage_components:GkeSharedFileSystem",
+    "gpu_platform.clouds.gcp.storage_components:GkeBucketAccess",
+    "gpu_platform.clouds.oci.storage_components:OkeSharedFileSystem",
+    "gpu_platform.clouds.oci.storage_components:OkeBucketAccess",
     "gpu_platform.clouds.aws.cluster_autoscaler:EksClusterAutoscaler",
     "gpu_platform.clouds.aws.karpenter:KarpenterAutoscaler",
     "gpu_platform.clouds.oci.autoscaler:OkeClusterAutoscaler",
@@ -113,7 +126,38 @@ def schema() -> dict[str, Any]:
     if problems:
         raise ValueError("components the package schema cannot express:\n  " + "\n  ".join(problems))
     provider = ComponentProvider(served, PACKAGE, NAMESPACE, __version__)
-    return json.loads(provider.schema)
+    return _with_inherited_descriptions(json.loads(provider.schema), served)
+
+
+def _typed_dict_docs(args: type) -> dict[str, str]:
+    """Attribute docstrings of a TypedDict and of the TypedDicts it extends (the subclass's own win)."""
+    from .docgen.attribute_docs import attribute_docs
+
+    docs: dict[str, str] = {}
+    # A TypedDict keeps no bases at runtime before Python 3.12 (`__orig_bases__`): read them from its source.
+    node = ast.parse(textwrap.dedent(inspect.getsource(args))).body[0]
+    module = sys.modules[args.__module__]
+    for base in getattr(node, "bases", []):
+        found = getattr(module, base.id, None) if isinstance(base, ast.Name) else None
+        if found is not None and typing.is_typeddict(found):
+            docs.update(_typed_dict_docs(found))
+    return {**docs, **attribute_docs(args, raw=True)}
+
+
+def _with_inherited_descriptions(value: dict[str, Any], served: list[type[pulumi.ComponentResource]]) -> dict[str, Any]:
+    """The schema with the descriptions Pulumi's analyzer leaves out: it reads the docstrings of an args TypedDict's
+    own fields only, not of those it inherits (`GkeGpuNodePoolArgs` extends `GkeGpuPoolArgs`)."""
+    from .component_args import camel_case
+
+    for cls in served:
+        resource = (value.get("resources") or {}).get(f"{PACKAGE}:index:{cls.__name__}")
+        if resource is None:
+            continue
+        docs = {camel_case(k): v for k, v in _typed_dict_docs(inspect.get_annotations(cls.__init__)["args"]).items()}
+        for prop, spec in (resource.get("inputProperties") or {}).items():
+            if not spec.get("description") and docs.get(prop):
+                spec["description"] = docs[prop]
+    return value
 
 
 def schema_text(value: dict[str, Any]) -> str:

@@ -90,6 +90,40 @@ def sample_kubeconfig(cluster: str, server: str = "https://127.0.0.1:6443") -> s
     })
 
 
+OFFLINE_TOKEN = "offline-plan-stand-in"
+"""The token of every kubeconfig the mocks make up for another stack's outputs: no stack is read offline."""
+
+
+def offline_stack_outputs(stack: str) -> dict:
+    """What the mocks answer a `pulumi.StackReference` to ``stack`` (``org/project/name``) with: stand-ins for the
+    outputs a platform stack exports (``kubeconfig``, ``clusterName``, a MultiKueue worker's
+    ``multikueueKubeconfig``), with a server under ``.offline.invalid`` and the token `OFFLINE_TOKEN`, so that
+    nothing taken from them can be mistaken for a real cluster's. Offline, no stack exists to read."""
+    name = stack.rsplit("/", 1)[-1]
+    kubeconfig = sample_kubeconfig(name, server=f"https://{name}.offline.invalid").replace("mock-token",
+                                                                                           OFFLINE_TOKEN)
+    return {"kubeconfig": kubeconfig, "multikueueKubeconfig": kubeconfig, "clusterName": name}
+
+
+OFFLINE_SECRET_OUTPUTS = ["kubeconfig", "multikueueKubeconfig"]
+"""The stand-in outputs that are secret, as the platform's program exports them."""
+
+
+def _stack_reference(name: str, inputs: dict) -> dict:
+    stack = str(inputs.get("name") or name)
+    return {"name": stack, "outputs": offline_stack_outputs(stack), "secretOutputNames": OFFLINE_SECRET_OUTPUTS}
+
+
+def _service_account_token(name: str, inputs: dict) -> dict:
+    """A ``kubernetes.io/service-account-token`` Secret as the token controller fills it (other Secrets: nothing)."""
+    if inputs.get("type") != "kubernetes.io/service-account-token":
+        return {}
+    namespace = (inputs.get("metadata") or {}).get("namespace", "default")
+    data = {"token": f"mock-token-{name}", "namespace": namespace,
+            "ca.crt": "-----BEGIN CERTIFICATE-----\nMOCK\n-----END CERTIFICATE-----\n"}
+    return {"data": {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}}
+
+
 GCP_PROJECT_NUMBER = "123456789012"
 """The number the mocks give every GCP project (``gcp.organizations.get_project``)."""
 
@@ -136,6 +170,9 @@ def _eks_cluster(name: str, inputs: dict) -> dict:
 
 
 OUTPUTS: dict[str, Callable[[str, dict], dict]] = {
+    # Another stack's outputs (offline stand-ins: `offline_stack_outputs`), a ServiceAccount's token Secret.
+    "pulumi:pulumi:StackReference": _stack_reference,
+    "kubernetes:core/v1:Secret": _service_account_token,
     # AWS
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws:iam/role:Role": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{i.get('name', n)}",
@@ -406,6 +443,9 @@ class Registration:
     delete_before_replace: bool = False
     ignore_changes: list[str] = field(default_factory=list)
     replace_on_changes: list[str] = field(default_factory=list)
+    additional_secret_outputs: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    """The URNs the resource's aliases name (a resource registered under one of them before is adopted)."""
 
     @property
     def parent_name(self) -> str:
@@ -416,9 +456,13 @@ class Recording:
     """Every registration of one program run, with lookups for assertions; ``exports`` holds the stack's
     exports (``pulumi.export``) as plain values (Outputs resolved, secrets redacted)."""
 
-    def __init__(self, registrations: list[Registration], exports: Optional[dict] = None):
+    def __init__(self, registrations: list[Registration], exports: Optional[dict] = None,
+                 reads: Optional[list[Registration]] = None):
         self.registrations = sorted(registrations, key=lambda r: r.urn)
         self.exports = exports or {}
+        self.reads = sorted(reads or [], key=lambda r: r.urn)
+        """Resources the program read rather than created (``get``, `pulumi.StackReference`): the mocks answered
+        them (`OUTPUTS`)."""
 
     def __iter__(self):
         return iter(self.registrations)
@@ -665,20 +709,38 @@ def _off_the_loop(call: Callable[[Any], Any], request: Any) -> Any:
         return pool.submit(contextvars.copy_context().run, call, request).result()
 
 
+class DuplicateUrnError(Exception):
+    """Two resources registered with one URN: the Pulumi engine refuses the second, and so do the mocks."""
+
+
 class RecordingMonitor(pulumi_mocks_module.MockMonitor):
-    """A mock monitor that keeps what each registration sent: parent, options and inputs."""
+    """A mock monitor that keeps what each registration sent: parent, options and inputs. Like the engine, it
+    refuses a second resource with the URN of one already registered: `check_unique` raises `DuplicateUrnError`
+    once the program has run (raised inside the SDK's registration, the error would leave failed futures behind)."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks):
         super().__init__(mocks)
         self._tap = _InputsTap(mocks)
         self.mocks = self._tap
         self.registrations: list[Registration] = []
+        self.reads: list[Registration] = []
+        self._urns: set[str] = set()
+        self.duplicates: list[str] = []
+
+    def check_unique(self) -> None:
+        """Raise the engine's error for the first URN registered twice, if any."""
+        if self.duplicates:  # the engine's own words
+            raise DuplicateUrnError(f"Duplicate resource URN '{self.duplicates[0]}'; try giving it a unique name")
 
     def Invoke(self, request):
         return _off_the_loop(super().Invoke, request)
 
     def ReadResource(self, request):
-        return _off_the_loop(super().ReadResource, request)
+        response = _off_the_loop(super().ReadResource, request)
+        self.reads.append(Registration(
+            urn=response.urn, type=request.type, name=request.name, parent=request.parent, custom=True,
+            protect=False, inputs={"id": request.id}, provider=request.provider))
+        return response
 
     def _register_plain(self, request):
         """What `MockMonitor.RegisterResource` answers, computed on the loop's thread: only for a request whose
@@ -705,7 +767,24 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
             obj = _off_the_loop(lambda s: _sync_await(rpc.serialize_properties(s, {})), state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=obj)
 
+    def _alias_urns(self, request) -> list[str]:
+        """The URN of each alias of a registration, as this monitor makes URNs (the alias's parent, type and name,
+        each defaulting to the registration's own)."""
+        urns = list(request.aliasURNs)
+        for alias in request.aliases:
+            if alias.urn:
+                urns.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            urns.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return urns
+
     def RegisterResource(self, request):
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if urn in self._urns:
+            self.duplicates.append(urn)
+        self._urns.add(urn)
         self._tap.seen.inputs = None
         response = self._register_plain(request) if _loop_runs_here() else None
         if response is None:
@@ -722,6 +801,8 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 ignore_changes=list(request.ignoreChanges),
                 replace_on_changes=list(request.replaceOnChanges),
+                additional_secret_outputs=sorted(set(request.additionalSecretOutputs)),
+                aliases=self._alias_urns(request),
             ))
         return response
 
@@ -1050,9 +1131,10 @@ def _run_program(program: Callable[[], Any], stack: str, project: str, config: O
         with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), direct_dependency_walk(), \
                 remembered_type_unwrapping(), aliases_on_demand(), _inline_executor(loop):
             _sync_await(run_pulumi_func(program))
+        monitor.check_unique()
         root = settings.get_root_resource()
         exports = dict(getattr(root, "outputs", {}) or {}) if root is not None else {}
-        return Recording(monitor.registrations, _sync_await(_resolve(exports)))
+        return Recording(monitor.registrations, _sync_await(_resolve(exports)), monitor.reads)
     finally:
         for task in asyncio.all_tasks(loop):
             task.cancel()
@@ -1072,7 +1154,8 @@ class Recorder:
     def finish(self) -> Recording:
         """Wait for every outstanding registration and return them."""
         _sync_await(run_pulumi_func(lambda: None))
-        return Recording(self._monitor.registrations)
+        self._monitor.check_unique()
+        return Recording(self._monitor.registrations, reads=self._monitor.reads)
 
 
 if "pytest" in sys.modules:  # loaded as a pytest plugin; plain `gpu-platform plan` does not pay for pytest

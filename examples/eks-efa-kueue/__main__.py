@@ -14,7 +14,7 @@
 import pulumi
 import pulumi_aws as aws
 
-from gpu_platform import versions
+from gpu_platform import Team, versions
 from gpu_platform.accelerators.nvidia import NvidiaGpuStack
 from gpu_platform.accelerators.rdma import RdmaStack
 from gpu_platform.clouds.aws import EksCluster, EksClusterAutoscaler
@@ -72,7 +72,8 @@ RdmaStack(f"{name}-rdma", {"cloud": "aws", "pools": pools, "nfd_installed": True
           opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[nvidia])))
 
 team_name = config.get("team") or "research"
-team = {"name": team_name, "gpu_quota": config.get_int("teamGpus") or 16, "group": team_name}
+# One Team, given to the scheduling policy (its ClusterQueue) and to its namespace alike, so they cannot disagree.
+team = Team(name=team_name, gpu_quota=config.get_int("teamGpus") or 16, group=team_name)
 scheduling = SchedulingPolicy(f"{name}-scheduling", {"pools": pools, "teams": [team], "kueue": True},
                               opts=in_cluster)
 TeamNamespace(f"{name}-team-{team_name}", {"team": team, "cluster_queue": team_name},

@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog, versions
-from ..component_args import DNS_LABEL, Args, choice
+from ..component_args import DNS_LABEL, Args, KeywordArgs, choice
 from ..kubernetes_base.common import check_pool_set, child_opts, helm_release, pools_of, refuse_unless
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..monitoring.gpu_monitoring import dashboard_configmap_body
@@ -79,7 +79,7 @@ def checked_args(name: str, args: AmdGpuStackArgs) -> dict:
     return checked
 
 
-class AmdGpuStack(pulumi.ComponentResource):
+class AmdGpuStack(pulumi.ComponentResource, metaclass=KeywordArgs):
     """cert-manager, the AMD GPU Operator, a DeviceConfig per AMD pool, and the exporter's monitoring objects."""
 
     namespace: pulumi.Output[str]

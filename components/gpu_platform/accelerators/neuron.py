@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .. import versions
-from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args
+from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args, KeywordArgs
 from ..kubernetes_base.common import check_pool_set, child_opts, helm_release, pools_of, refuse_unless
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPoolSpec
@@ -56,7 +56,7 @@ def checked_args(name: str, args: NeuronStackArgs) -> dict:
     return checked
 
 
-class NeuronStack(pulumi.ComponentResource):
+class NeuronStack(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The Neuron Helm chart (device plugin, scheduler extension, node problem detector) and neuron-monitor."""
 
     namespace: pulumi.Output[str]

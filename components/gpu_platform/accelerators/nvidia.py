@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog, versions
-from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args, choice
+from ..component_args import DNS_LABEL, KUBERNETES_VERSION, Args, KeywordArgs, choice
 from ..config_model import DEFAULT_KUBERNETES_VERSION, NodePoolConfig
 from ..errors import ConfigError
 from ..kubernetes_base.common import check_pool_set, checked_cloud, child_opts, helm_release, pools_of, refuse_unless
@@ -88,9 +88,21 @@ def checked_args(name: str, args: NvidiaGpuStackArgs) -> dict:
         checker.fail("driver_preinstalled", f"{catalog.CLOUD_NAMES[cloud]} GPU node images always carry the NVIDIA "
                                             "driver; the GPU Operator does not install one there")
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("monitoring")), "with monitoring: true")
+    if gke_manages_everything(cloud, mode):
+        why = "off GKE's cloud-managed GPU software (GKE runs the driver, device plugin and DCGM exporter itself: " \
+              "the stack creates nothing there; GpuMonitoring's gke_managed_dcgm scrapes GKE's exporter)"
+        for key in ("monitoring", "namespace"):
+            if checked.get(key):
+                checker.fail(key, f"takes effect only {why}")
     refuse_unless(checker, checked, "kueue", manages_driver(cloud, mode, checked.get("driver_preinstalled")),
                   "where the GPU Operator installs the driver (it picks the pods a driver upgrade waits for)")
     return checked
+
+
+def gke_manages_everything(cloud: str, gpu_software: str) -> bool:
+    """True on GKE with ``cloud-managed`` GPU software: GKE runs every NVIDIA component, the stack creates nothing
+    (no namespace, no release), so its namespace and monitoring arguments are refused there."""
+    return cloud == "gcp" and gpu_software == "cloud-managed"
 
 
 def manages_driver(cloud: str, gpu_software: str, driver_preinstalled: Optional[bool] = None) -> bool:
@@ -126,7 +138,7 @@ def _check_pool_software(checker: Args, cloud: str, mode: str, pools: list[GpuPo
                      err.problem.replace("gpuSoftware", "gpu_software").replace("nodePools", "pools"))
 
 
-class NvidiaGpuStack(pulumi.ComponentResource):
+class NvidiaGpuStack(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The GPU Operator or the device plugin with GFD and NFD, GPU sharing configs, DCGM exporter, HAMi, and NVIDIA's
     DRA driver for the pools whose GPUs are allocated through DRA."""
 
@@ -159,7 +171,7 @@ class NvidiaGpuStack(pulumi.ComponentResource):
         self.dcgm_release: Optional[k8s.helm.v3.Release] = None
         """The standalone dcgm-exporter release (device-plugin and cloud-managed modes)."""
 
-        needs_namespace = not (mode == "cloud-managed" and cloud == "gcp")
+        needs_namespace = not gke_manages_everything(cloud, mode)
         prerequisites: list[pulumi.Resource] = []
         if needs_namespace:
             # Pod Security privileged: the operands are privileged DaemonSets with host paths (`namespace_security`).

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog, versions
-from ..component_args import DNS_LABEL, Args, choice
+from ..component_args import DNS_LABEL, Args, KeywordArgs, choice
 from ..kubernetes_base.common import check_pool_set, checked_cloud, child_opts, helm_release, pools_of
 from ..pools import GpuPoolSpec
 from ..security import namespace_security
@@ -47,7 +47,7 @@ def checked_args(name: str, args: RdmaStackArgs) -> dict:
     return checked
 
 
-class RdmaStack(pulumi.ComponentResource):
+class RdmaStack(pulumi.ComponentResource, metaclass=KeywordArgs):
     """EFA device plugin on EFA pools; NVIDIA Network Operator + RDMA shared device plugin on IB/RoCE pools."""
 
     pod_requirements: pulumi.Output[dict[str, Any]]

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog
-from ..component_args import DNS_LABEL, Args
+from ..component_args import DNS_LABEL, Args, KeywordArgs
 from ..kubernetes_base.common import check_pool_set, child_opts, helm_release, pools_of
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPoolSpec
@@ -50,7 +50,7 @@ def checked_args(name: str, args: TpuJobSetArgs) -> dict:
     return checked
 
 
-class TpuJobSet(pulumi.ComponentResource):
+class TpuJobSet(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The JobSet controller (pinned chart, its ``jobset.x-k8s.io/v1alpha2`` CRD) in a ``restricted`` namespace
     whose ingress admits only the API server's webhook calls.
 
@@ -108,7 +108,7 @@ def checked_slice_args(name: str, args: TpuSliceJobArgs) -> dict:
     return checked
 
 
-class TpuSliceJob(pulumi.ComponentResource):
+class TpuSliceJob(pulumi.ComponentResource, metaclass=KeywordArgs):
     """An example multi-host TPU JobSet on one slice of a TPU pool (`tpu_objects.multihost_jobset`), queued through
     Kueue; create it after the JobSet release, the team namespace and its LocalQueue."""
 

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import config_model
-from ..component_args import DNS_LABEL, NON_EMPTY, Args, choice, matching
+from ..component_args import DNS_LABEL, NON_EMPTY, Args, KeywordArgs, choice, matching
 from ..kubernetes_base.common import DNS_SUBDOMAIN, child_opts, helm_release
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..security import namespace_security
@@ -99,7 +99,7 @@ def vpa_bodies(args: dict) -> list[dict[str, Any]]:
     return [vpa_objects.vertical_pod_autoscaler(t, mode, resources) for t in vpa_targets(args)]
 
 
-class WorkloadAutoscaling(pulumi.ComponentResource):
+class WorkloadAutoscaling(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The VPA recommender (and, for ``Initial``, its admission controller) from the pinned ``vpa`` chart, with a
     VerticalPodAutoscaler on CPU/memory for each target; never one that acts on what an HPA scales on."""
 

@@ -36,3 +36,12 @@ def entry_args(pool: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     """A pool component's args: ``{"pool": <spec>}`` and every one of ``args`` that is not None (what the
     ``nodePools`` entry left out keeps the component's default)."""
     return {"pool": pool.spec(), **{key: value for key, value in args.items() if value is not None}}
+
+
+def physical_name_problem(stack: str, named: str) -> Optional[str]:
+    """Why ``stack`` cannot be deployed on a cloud whose resources ``named`` (``"EKS node groups"``) take their names
+    from it and only letters, digits, '-' and '_', or None. Pulumi's stack names also take '.' (``Team.Azure``)."""
+    if re.fullmatch(r"[A-Za-z0-9_-]+", stack):
+        return None
+    return (f"the stack name is part of the names of {named}, which take only letters, digits, '-' and '_': name "
+            f"the stack '{re.sub(r'[^A-Za-z0-9_-]', '-', stack)}'")

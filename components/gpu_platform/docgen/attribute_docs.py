@@ -11,8 +11,9 @@ from functools import cache
 
 
 @cache
-def attribute_docs(cls: type) -> dict[str, str]:
-    """``{attribute: docstring}`` for the annotated attributes of ``cls`` that have one (whitespace collapsed)."""
+def attribute_docs(cls: type, raw: bool = False) -> dict[str, str]:
+    """``{attribute: docstring}`` for the annotated attributes of ``cls`` that have one (whitespace collapsed; as
+    written with ``raw``, the form Pulumi's analyzer puts in the package schema)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     node = tree.body[0]
     if not isinstance(node, ast.ClassDef):  # pragma: no cover - getsource of a class starts with its def
@@ -22,7 +23,8 @@ def attribute_docs(cls: type) -> dict[str, str]:
         if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
                 and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
                 and isinstance(following.value.value, str)):
-            docs[stmt.target.id] = " ".join(following.value.value.split())
+            text = following.value.value
+            docs[stmt.target.id] = text if raw else " ".join(text.split())
     return docs
 
 

@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..health import health_config
 from ..monitoring import monitoring_config
 from ..optimizer import optimizer_config
-from ..scheduling import scheduling_config
+from ..scheduling import multikueue_config, queue_config, scheduling_config
 from ..serving import gateway_config, inference_config, llm_config
 from ..storage import storage_config
 from ..training import training_config
@@ -136,6 +136,12 @@ def _with_llm(raw: dict) -> dict:
     return raw
 
 
+def _with_multikueue(raw: dict) -> dict:
+    """The minimal stack as a MultiKueue manager of one worker stack."""
+    raw["multikueue"] = {"role": "manager", "workers": [{"name": "worker", "stack": "acme/gpu-platform/worker"}]}
+    return raw
+
+
 def _with_storage(raw: dict) -> dict:
     """The minimal stack with a shared file system (a class on existing clusters) and, on clouds, a bucket."""
     cloud = raw["cloud"]
@@ -167,7 +173,13 @@ def shared_sections() -> list[Section]:
                 tuple(sorted(keys_checked_in(node_pools, "parse_taint"))), CLOUDS, lambda c: c.node_pools[0].taints[0],
                 probe=_with_taint),
         Section("teams", "`teams[]`", "teams[]", config.TeamConfig,
-                tuple(sorted(keys_checked_in(scheduling_config, "parse_team"))), CLOUDS, lambda c: c.teams[0]),
+                tuple(sorted(keys_checked_in(scheduling_config, "parse_team") - set(scheduling_config.QUEUE_KEYS))),
+                CLOUDS, lambda c: c.teams[0]),
+        # A team's own Kueue settings live in `TeamConfig.queue`, its preemption one level further.
+        Section("teams-kueue", "`teams[]`: the team's Kueue queue", "teams[]", queue_config.TeamQueue,
+                tuple(sorted(scheduling_config.QUEUE_KEYS)), CLOUDS, lambda c: c.teams[0].queue),
+        _parsed_in(scheduling_config, "_parse_preemption", "teams[].preemption", queue_config.QueuePreemption,
+                   lambda c: c.teams[0].queue.preemption),
     ]
     sections.append(Section("control-plane", "Managed clouds: API endpoint and Secrets encryption", "",
                             control_plane.ControlPlaneSecurity, tuple(sorted(control_plane.KEYS)), MANAGED_CLOUDS,
@@ -196,6 +208,10 @@ def shared_sections() -> list[Section]:
         _parsed_in(storage_config, "_parse_image_pulls", "storage.imagePulls", storage_config.ImagePullsConfig,
                    lambda c: c.storage.image_pulls),
         _parsed_in(llm_config, "parse_llm", "llm", llm_config.LlmConfig, lambda c: c.llm, probe=_with_llm),
+        _parsed_in(multikueue_config, "parse_multikueue", "multikueue", multikueue_config.MultiKueueSettings,
+                   lambda c: c.multikueue, probe=_with_multikueue),
+        _parsed_in(multikueue_config, "_parse_worker", "multikueue.workers[]", multikueue_config.MultiKueueWorker,
+                   lambda c: c.multikueue.workers[0], probe=_with_multikueue),
         _parsed_in(pool_upgrade, "parse_pool_upgrade", "nodePools[].upgrade", pool_upgrade.PoolUpgrade,
                    lambda c: c.node_pools[0].upgrade, clouds=MANAGED_CLOUDS),
         _parsed_in(maintenance, "parse_window", "maintenance.window", maintenance.MaintenanceWindow,

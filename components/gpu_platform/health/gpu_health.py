@@ -20,11 +20,11 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import labels, versions
-from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, at_least, between, choice
+from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, KeywordArgs, at_least, between, choice
 from ..kubernetes_base.common import HTTP_URL, check_pool_set, child_opts, pools_of, refuse_unless, register_body
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPoolSpec
-from . import health_catalog, health_config, health_monitoring
+from . import health_catalog, health_config, health_monitoring, remediation
 from . import health_objects as objects
 
 
@@ -109,6 +109,13 @@ def checked_args(name: str, args: GpuHealthArgs) -> dict[str, Any]:
                   "with monitoring_namespace")
     if not any(p.vendor in health_catalog.WATCHED_VENDORS for p in pools):
         checker.fail("pools", "needs an NVIDIA, AMD, Neuron or TPU pool")
+    per_pool, percent = checked.get("max_quarantined_per_pool", 1), checked.get("max_quarantined_percent", 10)
+    for i, pool in enumerate(pools):
+        size = remediation.size_taken_down(pool.min_nodes, pool.max_nodes, per_pool, percent)
+        if size is not None:
+            checker.fail("max_quarantined_per_pool", f"{per_pool} with max_quarantined_percent {percent} could "
+                                                     f"quarantine every node of pools[{i}] '{pool.name}' at {size} "
+                                                     "nodes: remediation must never take a pool down; lower either")
     return checked
 
 
@@ -162,7 +169,7 @@ def spec_from_args(args: GpuHealthArgs, name: str = "health") -> objects.HealthS
     return spec
 
 
-class GpuHealth(pulumi.ComponentResource):
+class GpuHealth(pulumi.ComponentResource, metaclass=KeywordArgs):
     """node-problem-detector, active checks and the remediation controller (see the module docstring).
 
     Attributes: ``spec`` (the decided `HealthSpec`), ``namespace``, ``remediation`` (the controller's Deployment),

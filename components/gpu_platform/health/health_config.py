@@ -164,6 +164,7 @@ def check_health(config: Any, raw: Mapping) -> None:
     health: HealthConfig = config.health
     if not health.enabled:
         return
+    check_remediation_cap(config, raw)
     checks = (raw.get("health") or {}).get("activeChecks") or {}
     pools = config.gpu_pools()
     path = "health.activeChecks"
@@ -178,3 +179,24 @@ def check_health(config: Any, raw: Mapping) -> None:
     if checks.get("allReduce") is True and not all_reduce_pools(pools):
         raise ConfigError(join(path, "allReduce"), "takes effect only on a pool with several NVIDIA or AMD GPUs "
                                                    "per node (a single-node all-reduce needs two ranks)")
+
+
+def check_remediation_cap(config: Any, raw: Mapping) -> None:
+    """Refuse ``health.remediation`` caps that could quarantine every node of a pool of two or more (docs/health.md:
+    remediation never takes a pool down), naming the setting and the pool."""
+    from ..errors import ConfigError
+    from . import health_catalog, remediation
+
+    rem = config.health.remediation
+    names = [p.get("name") for p in raw.get("nodePools") or [] if isinstance(p, Mapping)]
+    for pool in config.gpu_pools():
+        if pool.vendor not in health_catalog.WATCHED_VENDORS:
+            continue
+        size = remediation.size_taken_down(pool.min_nodes, pool.max_nodes, rem.max_quarantined_per_pool,
+                                           rem.max_quarantined_percent)
+        if size is not None:
+            where = f"nodePools[{names.index(pool.name)}]" if pool.name in names else "node pool"
+            raise ConfigError("health.remediation.maxQuarantinedPerPool",
+                              f"{rem.max_quarantined_per_pool} with maxQuarantinedPercent "
+                              f"{rem.max_quarantined_percent} could quarantine every node of {where} '{pool.name}' at "
+                              f"{size} nodes: remediation must never take a pool down; lower either")

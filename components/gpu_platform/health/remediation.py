@@ -4,8 +4,10 @@ Remediation must never cascade (a fleet where one job crash flagged 77 nodes is 
 quarantine passes three guards, per pool:
 
 - the cap: at most ``min(maxQuarantinedPerPool, max(1, floor(size * maxQuarantinedPercent / 100)))`` nodes of a pool
-  out of service at once; ``0`` in either setting turns quarantine off. The floor of one lets a pool of fewer than
-  ``100 / percent`` nodes still isolate a broken node (a 10 % cap would otherwise never act on a 4-node pool). Nodes
+  out of service at once; settings whose cap reaches every node of a pool of two or more are refused before anything
+  is deployed (`size_taken_down`); ``0`` in either setting turns quarantine off.
+  The floor of one lets a pool of fewer than ``100 / percent`` nodes still isolate a broken node (a 10 % cap would
+  otherwise never act on a 4-node pool). Nodes
   cordoned by someone else (an operator, a node upgrade, the autoscaler) count against the cap too: the cap protects
   the pool's capacity, and a rolling upgrade is exactly when a common cause (a driver mismatch) fails many nodes.
 - the cool-down: no new quarantine in a pool within ``cooldownMinutes`` of the previous one there, so even a slow
@@ -249,9 +251,24 @@ class Plan:
 
 def pool_cap(size: int, policy: RemediationPolicy) -> int:
     """Most nodes of a pool of ``size`` that may be out of service at once (see the module docstring)."""
-    if size <= 0 or policy.max_quarantined_per_pool == 0 or policy.max_quarantined_percent == 0:
+    return configured_cap(size, policy.max_quarantined_per_pool, policy.max_quarantined_percent)
+
+
+def configured_cap(size: int, per_pool: int, percent: int) -> int:
+    """The cap of a pool of ``size`` under the two settings (`pool_cap`)."""
+    if size <= 0 or per_pool == 0 or percent == 0:
         return 0
-    return min(policy.max_quarantined_per_pool, max(1, math.floor(size * policy.max_quarantined_percent / 100)))
+    return min(per_pool, max(1, math.floor(size * percent / 100)))
+
+
+def size_taken_down(min_nodes: int, max_nodes: int, per_pool: int, percent: int) -> Optional[int]:
+    """The smallest size of a pool of ``min_nodes`` to ``max_nodes`` nodes, two at least, whose cap reaches every node
+    (the settings could quarantine the whole pool), or None. One node is left out: the floor of one lets a single-node
+    pool isolate its broken node, by design."""
+    for size in range(max(2, min_nodes), min(max_nodes, per_pool) + 1):
+        if configured_cap(size, per_pool, percent) >= size:
+            return size
+    return None
 
 
 def releasable(node: NodeState, policy: RemediationPolicy) -> bool:

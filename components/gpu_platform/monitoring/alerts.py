@@ -67,6 +67,7 @@ from .rule_model import (  # noqa: F401  (re-exported: the names' home before ru
     RuleGroup,
     runbook,
 )
+from .showback_rules import showback_group
 
 # GPU extended resources as kube-state-metrics spells them: whole GPUs, time-sliced GPUs renamed by the device
 # plugin (`nvidia.com/gpu.shared`) and MIG devices of the mixed strategy (`nvidia.com/mig-1g.10gb`).
@@ -210,7 +211,8 @@ def _pool_expectations(pools: Sequence[GpuPool]) -> list[RecordingRule]:
 
 
 def recording_groups(pools: Sequence[GpuPool], thresholds: Optional["AlertThresholds"] = None) -> list[RuleGroup]:
-    """The per-GPU normalisation group, then the usage aggregates (pod, namespace, team, pool, cluster).
+    """The per-GPU normalisation group, the usage aggregates (pod, namespace, team, pool, cluster), then the
+    showback gauges per team and pool (`showback_rules`).
 
     ``thresholds.idle_utilization_percent`` decides which GPUs count as busy in the ``*:gpu_busy:count`` series.
     """
@@ -268,7 +270,8 @@ def recording_groups(pools: Sequence[GpuPool], thresholds: Optional["AlertThresh
         RecordingRule(CLUSTER_GPU_UTILIZATION, f"avg ({GPU_UTILIZATION})"),
         *_pool_expectations(pools),
     ]
-    return [RuleGroup("gpu-platform.gpu.rules", tuple(per_gpu)), RuleGroup("gpu-platform.usage.rules", tuple(usage))]
+    return [RuleGroup("gpu-platform.gpu.rules", tuple(per_gpu)), RuleGroup("gpu-platform.usage.rules", tuple(usage)),
+            showback_group(idle)]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
 from . import alerts as a
-from . import llm_monitoring
+from . import llm_monitoring, showback_dashboard
 from . import metric_names as m
 from .panels import (  # noqa: F401  (re-exported: the builders' home before panels)
     DATASOURCE,
@@ -217,6 +217,7 @@ def all_dashboards(inference_namespace: str = "inference",
         "gpu-cluster-overview": cluster_overview_dashboard(),
         "gpu-team-usage": team_usage_dashboard(thresholds),
         "gpu-inference-service": inference_dashboard(inference_namespace, thresholds),
+        showback_dashboard.SLUG: showback_dashboard.showback_dashboard(),
     }
     if accelerator_resources:
         result["accelerator-usage"] = accelerator_usage_dashboard(list(accelerator_resources))

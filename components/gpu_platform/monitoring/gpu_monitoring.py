@@ -35,7 +35,7 @@ import pulumi_random as random
 from typing_extensions import Required
 
 from .. import labels
-from ..component_args import DNS_LABEL, NON_EMPTY, PROMETHEUS_DURATION, STORAGE_QUANTITY, Args
+from ..component_args import DNS_LABEL, NON_EMPTY, PROMETHEUS_DURATION, STORAGE_QUANTITY, Args, KeywordArgs
 from ..config_model import PlatformConfig
 from ..kubernetes_base.common import (
     DNS_SUBDOMAIN,
@@ -293,7 +293,7 @@ def checked_args(name: str, args: GpuMonitoringArgs) -> dict:
     return checked
 
 
-class GpuMonitoring(pulumi.ComponentResource):
+class GpuMonitoring(pulumi.ComponentResource, metaclass=KeywordArgs):
     """Prometheus, Alertmanager and Grafana (kube-prometheus-stack) with the platform's GPU rules and dashboards.
 
     Attributes: ``release`` (the Helm release; depend on it before creating ServiceMonitors or PrometheusRules),

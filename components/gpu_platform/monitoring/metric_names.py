@@ -48,6 +48,9 @@ KSM_RESOURCE_QUOTA = "kube_resourcequota"
 # Kueue.
 KUEUE_PENDING_WORKLOADS = "kueue_pending_workloads"
 KUEUE_ADMITTED_WORKLOADS_TOTAL = "kueue_admitted_workloads_total"
+KUEUE_CLUSTER_QUEUE_RESOURCE_USAGE = "kueue_cluster_queue_resource_usage"
+"""Quota admitted workloads use, labels ``cohort``, ``cluster_queue``, ``flavor``, ``resource`` (the Kubernetes name,
+``nvidia.com/gpu``), ``replica_role``; reported with ``metrics.enableClusterQueueResources`` (the platform sets it)."""
 
 # The reference inference app.
 INFERENCE_REQUESTS_TOTAL = "inference_requests_total"
@@ -94,7 +97,7 @@ UPSTREAM_METRICS: frozenset[str] = frozenset({
     DCGM_POWER_USAGE,
     KSM_POD_REQUESTS, KSM_POD_PHASE, KSM_NODE_ALLOCATABLE, KSM_NODE_CAPACITY, KSM_NODE_LABELS,
     KSM_NAMESPACE_LABELS, KSM_RESOURCE_QUOTA,
-    KUEUE_PENDING_WORKLOADS, KUEUE_ADMITTED_WORKLOADS_TOTAL,
+    KUEUE_PENDING_WORKLOADS, KUEUE_ADMITTED_WORKLOADS_TOTAL, KUEUE_CLUSTER_QUEUE_RESOURCE_USAGE,
     INFERENCE_REQUESTS_TOTAL, INFERENCE_QUEUE_DEPTH, INFERENCE_ERRORS_TOTAL,
     *histogram_series(INFERENCE_REQUEST_DURATION), *histogram_series(INFERENCE_BATCH_SIZE),
     VLLM_REQUESTS_WAITING, VLLM_REQUESTS_RUNNING, VLLM_KV_CACHE_USAGE, VLLM_PREEMPTIONS_TOTAL, VLLM_PROMPT_TOKENS_TOTAL,

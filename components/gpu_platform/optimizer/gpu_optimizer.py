@@ -7,7 +7,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import config_model, versions
-from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, between, choice
+from ..component_args import CRON, DNS_LABEL, NON_EMPTY, Args, KeywordArgs, between, choice
 from ..kubernetes_base.common import HTTP_URL, check_pool_set, child_opts, metadata, pools_of
 from ..pools import GpuPoolSpec
 from ..security import namespace_security, pod_security
@@ -60,7 +60,7 @@ def checked_args(name: str, args: GpuOptimizerArgs) -> dict:
     return checked
 
 
-class GpuOptimizer(pulumi.ComponentResource):
+class GpuOptimizer(pulumi.ComponentResource, metaclass=KeywordArgs):
     """CronJob running ``gpu-platform optimize``, its policy ConfigMap, ServiceAccount, RBAC and NetworkPolicy."""
 
     namespace: pulumi.Output[str]

@@ -32,9 +32,10 @@ Facts relied on, checked in kubernetes-sigs/kueue at v0.19.2:
   ``admissionChecksStrategy`` (``spec.admissionChecks`` was removed in v0.15) with ``onFlavors`` = the queued pools'
   flavors, so other flavors admit without it. Queued pools are not topology-aware: TAS and provisioning checks
   combine only with Kueue's newer node-provisioning flow, and each request's nodes are the job's alone anyway.
-* Flavor order is `provisioning.FLAVOR_ORDER` (reserved and on-demand pools first, spot last), pool order within a
-  rank: with ``flavorFungibility`` ``TryNextFlavor`` a workload that does not fit a flavor's quota without borrowing
-  moves on to the next, so a pool's ``fallbackPool`` (ordered after it) takes the overflow. Fallback is on quota,
+* Flavor order is `flavor_order.platform_order` (reserved and on-demand pools first, spot last, pool order within a
+  rank, a ``fallbackPool`` always after the pools falling back to it), or the team's ``flavorOrder``
+  (`flavor_order.team_order`): with ``flavorFungibility`` ``TryNextFlavor`` a workload that does not fit a flavor's
+  quota without borrowing moves on to the next, so a pool's ``fallbackPool`` takes the overflow. Fallback is on quota,
   not on capacity: a reserved flavor whose nodes cannot be had keeps its pods Pending until ``waitForPodsReady``
   evicts them.
 * ClusterQueue: ``cohortName``; a flavor appears in one resource group only, and a resource is covered by one
@@ -66,7 +67,8 @@ from ..config_model import TeamConfig
 from ..kubernetes_base.common import metadata
 from ..pools import RDMA_RESOURCES, GpuPool
 from ..versions import KUEUE_API_VERSION
-from . import quota_split, topology_labels
+from . import flavor_order, pool_quotas, quota_split, topology_labels
+from .queue_config import weight_quantity
 
 KUEUE_NAMESPACE = "kueue-system"
 RELEASE_NAME = "kueue"
@@ -175,6 +177,12 @@ def gpu_capacity(pool: GpuPool) -> int:
     return per_node * pool.max_nodes
 
 
+def pool_capacity(pool: GpuPool, resource: str) -> int:
+    """What ``pool`` holds of ``resource`` at its maximum size, as its flavor counts it (`FlavorPlan.capacity_of`):
+    what teams' quotas are checked against."""
+    return FlavorPlan(pool, gpu_capacity(pool), False).capacity_of(resource)
+
+
 def accelerator_resources(plans: Sequence[FlavorPlan]) -> tuple[str, ...]:
     """The accelerator resources the queues cover: every resource a pool advertises, in pool order (``nvidia.com/gpu``
     alone without pools, so GPU jobs queue rather than fail until a pool exists)."""
@@ -216,9 +224,10 @@ def topology_aware(pool: GpuPool) -> bool:
 
 
 def flavor_plans(pools: Sequence[GpuPool]) -> list[FlavorPlan]:
-    """One plan per GPU pool, in flavor order: `provisioning.FLAVOR_ORDER` (reserved and on-demand first, spot
-    last), pool order within a rank."""
-    ordered = sorted(pools, key=lambda p: provisioning.FLAVOR_ORDER[p.provisioning])
+    """One plan per GPU pool, in the platform's flavor order (`flavor_order.platform_order`:
+    `provisioning.FLAVOR_ORDER`, reserved and on-demand first, spot last, pool order within a rank, each
+    ``fallback_pool`` after the pools falling back to it)."""
+    ordered = flavor_order.platform_order(pools)
     return [FlavorPlan(p, gpu_capacity(p), topology_aware(p)) for p in ordered]
 
 
@@ -373,12 +382,16 @@ class TeamQuota:
     cpu: tuple[int, ...]
     cpu_only_memory_gib: int
     memory_gib: tuple[int, ...]
-    lending: Optional[tuple[int, ...]]
-    """Per GPU flavor: the ``nvidia.com/gpu`` lending limit (``lendingLimit`` counts NVIDIA GPUs, like
-    ``gpuQuota``); None without a lending limit."""
+    lending: Optional[tuple[Optional[int], ...]]
+    """Per GPU flavor: the lending limit of the pool's primary resource, None where it has none: the team-wide
+    ``lendingLimit`` (which counts NVIDIA GPUs, like ``gpuQuota``) split over the NVIDIA flavors, or the team's
+    ``poolLendingLimits``; None without either."""
     imex_channels: tuple[int, ...]
     """Per GPU flavor: the ``nvidia.com/imex-channel`` quota (`imex_channel_quota`); covered only where
     `channel_resources` says so."""
+
+    borrowing: tuple[Optional[int], ...] = ()
+    """Per GPU flavor: the borrowing limit of the pool's primary resource (`pool_quotas.borrowing_limits`)."""
 
     def quota_of(self, resource: str) -> tuple[int, ...]:
         """The per-flavor quota of one accelerator resource or of IMEX channels (zeros for a resource the queues do
@@ -391,8 +404,9 @@ class TeamQuota:
 def _split_resource(resource: str, teams: Sequence[TeamConfig], plans: Sequence[FlavorPlan]) -> list[list[int]]:
     """Per team, one resource's quota on each flavor: split over the pools advertising it by `kube.quota_split`."""
     offering = [i for i, plan in enumerate(plans) if resource in plan.pool.resources]
-    rows = quota_split.split_gpu_quotas([t.quota_of(resource) for t in teams],
-                                        [plans[i].capacity_of(resource) for i in offering])
+    pools = [plans[i].pool for i in offering]
+    rows = quota_split.split_demands([pool_quotas.demand(t, resource, pools) for t in teams],
+                                     [plans[i].capacity_of(resource) for i in offering])
     full = []
     for row in rows:
         spread = [0] * len(plans)
@@ -414,10 +428,14 @@ def team_quotas(teams: Sequence[TeamConfig], plans: Sequence[FlavorPlan]) -> lis
         cpu_only_cpu, cpu = quota_split.split_with_gpus(team.cpu_quota, gpus)
         cpu_only_mem, mem = quota_split.split_with_gpus(team.memory_quota_gib, gpus)
         nvidia = split[GPU_RESOURCE][t] if GPU_RESOURCE in split else [0] * len(plans)
-        lending = (tuple(quota_split.split_lending_limit(team.lending_limit, nvidia))
-                   if team.lending_limit is not None else None)
+        pools = [plan.pool for plan in plans]
+        lending = pool_quotas.lending_limits(team, pools, gpus)
+        if team.lending_limit is not None:
+            shares = quota_split.split_lending_limit(team.lending_limit, nvidia)
+            lending = tuple(part if plan.pool.resource == GPU_RESOURCE else None
+                            for plan, part in zip(plans, shares, strict=True))
         quotas.append(TeamQuota(team, accelerators, tuple(gpus), cpu_only_cpu, tuple(cpu), cpu_only_mem, tuple(mem),
-                                lending, imex_channel_quota(plans, nvidia)))
+                                lending, imex_channel_quota(plans, nvidia), pool_quotas.borrowing_limits(team, pools)))
     return quotas
 
 
@@ -439,26 +457,31 @@ def queue_flavor_indexes(quota: TeamQuota, pool_count: int) -> set[int]:
     return set((with_quota + others)[:quota_split.MAX_GPU_FLAVORS_PER_QUEUE])
 
 
-def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
+def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan], checks: Sequence[str] = ()) -> dict:
     """The team's ClusterQueue: its namespace only, CPU-only flavor first, then one flavor per GPU pool in flavor
-    order (`flavor_plans`), and the queued-provisioning check on the queued pools' flavors.
+    order (`flavor_plans`), the queued-provisioning check on the queued pools' flavors, and ``checks`` (a MultiKueue
+    manager's AdmissionCheck) on every flavor.
 
     Every flavor lists CPU, memory, each accelerator resource and IMEX channels where covered
     (`covered_resources`). A pool flavor's own primary resource takes the team's ``borrowingLimit``;
     ``nvidia.com/gpu`` takes its share of the ``lendingLimit``. A secondary resource (NeuronCores) and IMEX channels
     are borrowed and lent without a limit: the limits are counted in devices, and channels follow the GPUs.
 
-    Preemption: a team reclaims its lent quota from any borrower (``reclaimWithinCohort: Any``) and, inside
-    its own queue, higher priority evicts lower (``withinClusterQueue: LowerPriority``). Flavor search goes on
-    to the next flavor rather than borrowing or preempting on the first (``TryNextFlavor``).
+    Flavors in the team's order (`flavor_order.team_order`); borrowing and lending limits per flavor from
+    `pool_quotas`. Preemption (`preemption`): by default a team reclaims its lent quota from any borrower
+    (``reclaimWithinCohort: Any``) and, inside its own queue, higher priority evicts lower (``withinClusterQueue:
+    LowerPriority``); a team's ``preemption`` and ``fairSharingWeight`` replace these. Flavor search goes on to the
+    next flavor rather than borrowing or preempting on the first (``TryNextFlavor``).
     """
     team = quota.team
     chosen = queue_flavor_indexes(quota, len(plans))
+    order = flavor_order.team_order(team.queue.flavor_order, [plan.pool for plan in plans])
     channels = channel_resources(plans)
     flavors = [{"name": CPU_FLAVOR, "resources": [
         _resource("cpu", quota.cpu_only_cpu), _resource("memory", f"{quota.cpu_only_memory_gib}Gi"),
         *(_resource(r, 0) for r, _ in quota.accelerators), *(_resource(r, 0) for r in channels)]}]
-    for i, plan in enumerate(plans):
+    for i in order:
+        plan = plans[i]
         if i not in chosen:
             continue
         accelerators = []
@@ -466,10 +489,10 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
             if resource not in plan.pool.resources:
                 accelerators.append(_resource(resource, 0))
                 continue
-            lending = quota.lending[i] if resource == GPU_RESOURCE and quota.lending is not None else None
+            primary = resource == plan.pool.resource
+            lending = quota.lending[i] if primary and quota.lending is not None else None
             accelerators.append(_resource(
-                resource, row[i], borrowing=team.borrowing_limit if resource == plan.pool.resource else None,
-                lending=lending))
+                resource, row[i], borrowing=quota.borrowing[i] if primary else None, lending=lending))
         flavors.append({"name": plan.name, "resources": [
             _resource("cpu", quota.cpu[i]),
             _resource("memory", f"{quota.memory_gib[i]}Gi"),
@@ -481,21 +504,38 @@ def cluster_queue(quota: TeamQuota, plans: Sequence[FlavorPlan]) -> dict:
         "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: team.name}},
         "queueingStrategy": "BestEffortFIFO",
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
-        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+        "preemption": preemption(team),
         "resourceGroups": [{"coveredResources": list(covered_resources(plans)), "flavors": flavors}],
     }
+    if team.queue.fair_sharing_weight is not None:
+        spec["fairSharing"] = {"weight": weight_quantity(team.queue.fair_sharing_weight)}
     listed = {f["name"] for f in flavors}
     queued = [f for f in queued_flavors(plans) if f in listed]
-    if queued:
-        # Only on the queued flavors: an empty onFlavors would mean every flavor.
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": QUEUED_PROVISIONING_CHECK,
-                                                                "onFlavors": queued}]}
+    strategy = [{"name": QUEUED_PROVISIONING_CHECK, "onFlavors": queued}] if queued else []
+    # Only on the queued flavors: an empty onFlavors would mean every flavor, which is what ``checks`` want (Kueue
+    # deactivates a queue whose MultiKueue check is per flavor).
+    strategy += [{"name": check} for check in checks]
+    if strategy:
+        spec["admissionChecksStrategy"] = {"admissionChecks": strategy}
     return {
         "apiVersion": KUEUE_API_VERSION,
         "kind": "ClusterQueue",
         "metadata": metadata(team.name, extra_labels={labels.TEAM_LABEL: team.name}),
         "spec": spec,
     }
+
+
+def preemption(team: TeamConfig) -> dict:
+    """The ClusterQueue's ``preemption``: the team's ``withinClusterQueue`` and ``reclaimWithinCohort`` (defaults
+    ``LowerPriority`` and ``Any``), and ``borrowWithinCohort`` only where the team sets it."""
+    policy = team.queue.preemption
+    body: dict = {"reclaimWithinCohort": policy.reclaim_within_cohort,
+                  "withinClusterQueue": policy.within_cluster_queue}
+    if policy.borrow_within_cohort is not None:
+        body["borrowWithinCohort"] = {"policy": policy.borrow_within_cohort}
+        if policy.borrow_max_priority_threshold is not None:
+            body["borrowWithinCohort"]["maxPriorityThreshold"] = policy.borrow_max_priority_threshold
+    return body
 
 
 def local_queue(team: str, cluster_queue_name: str) -> dict:
@@ -518,10 +558,11 @@ def resource_configuration(pools: Sequence[GpuPool]) -> dict:
     return resources
 
 
-def controller_configuration(pools: Sequence[GpuPool] = ()) -> dict:
+def controller_configuration(pools: Sequence[GpuPool] = (), multikueue: Optional[dict] = None) -> dict:
     """Kueue's Configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's defaults plus the platform's policy,
-    and what the claims of the DRA ``pools`` count as (`resource_configuration`)."""
-    return {
+    what the claims of the DRA ``pools`` count as (`resource_configuration`), and a MultiKueue manager's
+    ``multiKueue`` section (`multikueue_objects.controller_section`; absent otherwise)."""
+    configuration = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         # The chart's default ports, leader election and client settings (values.yaml@v0.19.2), kept because
@@ -547,13 +588,17 @@ def controller_configuration(pools: Sequence[GpuPool] = ()) -> dict:
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "resources": resource_configuration(pools),
     }
+    if multikueue:
+        configuration["multiKueue"] = dict(multikueue)
+    return configuration
 
 
-def helm_values(enable_prometheus: bool, pools: Sequence[GpuPool] = ()) -> dict:
+def helm_values(enable_prometheus: bool, pools: Sequence[GpuPool] = (), multikueue: Optional[dict] = None) -> dict:
     """Values of the Kueue chart (keys of charts/kueue/values.yaml@v0.19.2) for a cluster of ``pools``."""
     return {
         "enablePrometheus": enable_prometheus,
         "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(pools), sort_keys=True),
+            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(pools, multikueue),
+                                                          sort_keys=True),
         },
     }

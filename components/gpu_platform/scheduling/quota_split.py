@@ -2,6 +2,9 @@
 
 The rule (documented for platform users in `scheduling/policy.py`):
 
+* **Per pool.** What a team gives a pool by name (``poolQuotas``) is that pool's quota; what it gives a GPU model is
+  split over the model's pools like a total (below); its total beyond them goes over the pools it did not name
+  (`Demand`, built by `scheduling.pool_quotas`). Each takes from the capacity the earlier ones left.
 * **GPUs.** A team's ``gpuQuota`` is distributed over the GPU pools in proportion to each pool's capacity that
   earlier teams have not yet taken (teams in configuration order). So every team gets a share of every pool,
   a team's flavor quotas add up to exactly its ``gpuQuota``, and, as long as the teams' quotas fit in the
@@ -18,7 +21,9 @@ Rounding is the largest-remainder method with ties broken by position, so result
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Optional
 
 CPU_ONLY_SHARE = Fraction(1, 4)
 """Part of a GPU team's CPU and memory quota kept for CPU-only work."""
@@ -60,6 +65,52 @@ def pools_for_team(remaining: Sequence[int], limit: int = MAX_GPU_FLAVORS_PER_QU
     return sorted(sorted(range(len(remaining)), key=lambda i: (-remaining[i], i))[:limit])
 
 
+@dataclass(frozen=True)
+class Demand:
+    """What one team asks of one resource's pools (indexes into the capacities): devices pinned to a pool, devices
+    for a group of pools (a GPU model's) split among them, and the ``rest`` split over ``rest_pools`` (None: all)."""
+
+    pinned: tuple[tuple[int, int], ...] = ()
+    groups: tuple[tuple[tuple[int, ...], int], ...] = ()
+    rest: int = 0
+    rest_pools: Optional[tuple[int, ...]] = None
+
+
+def allot(quota: int, indexes: Sequence[int], remaining: list[int], capacities: Sequence[int]) -> dict[int, int]:
+    """``quota`` split over the pools ``indexes`` in proportion to their ``remaining`` capacity (what lies beyond it in
+    proportion to their size), at most `MAX_GPU_FLAVORS_PER_QUEUE` of them; ``remaining`` is reduced by what fits."""
+    chosen = [indexes[k] for k in pools_for_team([remaining[i] for i in indexes])]
+    chosen_remaining = [remaining[i] for i in chosen]
+    within = min(quota, sum(chosen_remaining))
+    part = apportion(within, chosen_remaining)
+    excess = apportion(quota - within, [capacities[i] for i in chosen])
+    for i, p in zip(chosen, part, strict=True):
+        remaining[i] -= p
+    return {i: p + e for i, p, e in zip(chosen, part, excess, strict=True)}
+
+
+def split_demands(demands: Sequence[Demand], capacities: Sequence[int]) -> list[list[int]]:
+    """Per team (rows) and pool (columns): nominal quota. Teams in order; within a team its pinned pools first, then
+    its groups, then the rest, each taking from the capacity the earlier ones left (`allot`)."""
+    remaining = list(capacities)
+    rows = []
+    everything = tuple(range(len(capacities)))
+    for demand in demands:
+        row = [0] * len(capacities)
+        for i, count in demand.pinned:
+            row[i] += count
+            remaining[i] -= min(count, remaining[i])
+        for indexes, count in demand.groups:
+            for i, part in allot(count, indexes, remaining, capacities).items():
+                row[i] += part
+        pools = everything if demand.rest_pools is None else demand.rest_pools
+        if demand.rest or pools:
+            for i, part in allot(demand.rest, pools, remaining, capacities).items():
+                row[i] += part
+        rows.append(row)
+    return rows
+
+
 def split_gpu_quotas(quotas: Sequence[int], capacities: Sequence[int]) -> list[list[int]]:
     """Per team (rows) and pool (columns): GPUs of nominal quota.
 
@@ -67,20 +118,7 @@ def split_gpu_quotas(quotas: Sequence[int], capacities: Sequence[int]) -> list[l
     ``sum(quotas) <= sum(capacities)`` and no more pools exist than that, column ``j`` sums to at most
     ``capacities[j]``.
     """
-    remaining = list(capacities)
-    rows = []
-    for quota in quotas:
-        chosen = pools_for_team(remaining)
-        chosen_remaining = [remaining[i] for i in chosen]
-        within = min(quota, sum(chosen_remaining))
-        part = apportion(within, chosen_remaining)
-        excess = apportion(quota - within, [capacities[i] for i in chosen])
-        row = [0] * len(capacities)
-        for i, p, e in zip(chosen, part, excess, strict=True):
-            row[i] = p + e
-            remaining[i] -= p
-        rows.append(row)
-    return rows
+    return split_demands([Demand(rest=quota) for quota in quotas], capacities)
 
 
 def split_with_gpus(total: int, gpu_quotas: Sequence[int]) -> tuple[int, list[int]]:

@@ -8,13 +8,13 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog
-from ..component_args import DNS_LABEL, Args, choice
+from ..component_args import DNS_LABEL, Args, KeywordArgs, choice
 from ..kubernetes_base.common import DNS_SUBDOMAIN, check_pool_set, child_opts, pools_of
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPoolSpec
 from ..security import namespace_security
-from . import kueue_objects, tenancy_objects
-from .teams import TeamSpec, check_team, team_of, team_rules
+from . import kueue_objects, pool_quotas, program_teams, tenancy_objects
+from .teams import QUEUE_FIELDS, TeamSpec, check_team, team_of, team_rules, team_specs
 
 
 class TeamNamespaceArgs(TypedDict, total=False):
@@ -22,7 +22,10 @@ class TeamNamespaceArgs(TypedDict, total=False):
 
     team: Required[TeamSpec]
     """The team: its name is the namespace name, ``gpu_quota`` the namespace's ``requests.nvidia.com/gpu`` (and,
-    with DRA pools, the devices of each of their DeviceClasses), each of ``quotas`` a ``requests.<resource>``."""
+    with DRA pools, the devices of each of their DeviceClasses), each of ``quotas`` a ``requests.<resource>``
+    (totals default to what ``pool_quotas`` add up to). A `teams.Team` (the object given to `SchedulingPolicy`
+    too), or a `TeamSpec` without the ClusterQueue's settings (borrowing and lending limits, flavor order,
+    preemption, fair-sharing weight), which a namespace makes no use of."""
     cluster_queue: Optional[str]
     """Kueue ClusterQueue the team's LocalQueue (``gpu``) feeds; none: no LocalQueue (Kueue off)."""
     pools: list[GpuPoolSpec]
@@ -39,6 +42,8 @@ class TeamNamespaceArgs(TypedDict, total=False):
     ingress_namespaces: list[str]
     """Namespaces of ingress proxies allowed to reach the team's pods. Default: ``["envoy-gateway-system"]`` (the
     Envoy pods of Gateways of the platform's Envoy Gateway class)."""
+    overcommit: bool
+    """Let the team's quota exceed what ``pools`` hold at their maximum size. Default: false (refused)."""
 
 
 RULES = {
@@ -53,15 +58,38 @@ RULES = {
 def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
     """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument), normalised."""
     checker = Args("TeamNamespace", name)
+    built = False
+    if isinstance(args, dict) and "team" in args:
+        spec, built = team_specs(args["team"])
+        args = {**args, "team": spec}
     checked = checker.check(args, TeamNamespaceArgs, RULES)
     pools = checked.get("pools", [])
     advertised = catalog.advertised_resources(p["gpu_model"] for p in pools) if pools else None  # checked: complete
-    check_team(checker, checked["team"], "team", advertised)
+    if not built:
+        for field in QUEUE_FIELDS:
+            if field in checked["team"]:
+                checker.fail(f"team.{field}", "is the team's ClusterQueue's (SchedulingPolicy); a namespace makes no "
+                                              "use of it: give it there, or one Team to both")
+    check_team(checker, checked["team"], "team", advertised, pools_of(pools))
     check_pool_set(checker, pools)
+    team = team_of(checked["team"], pools_of(pools))
+    if pools and not checked.get("overcommit", False):
+        problem = pool_quotas.capacity_problem([team], pools_of(pools), kueue_objects.pool_capacity)
+        if problem is not None:
+            checker.fail(f"team.{problem[1]}", problem[2].replace("declare overcommit", "pass overcommit=True"))
+    if checked.get("cluster_queue"):
+        problem = program_teams.queue_problem(checked["cluster_queue"], team.name)
+        if problem:
+            checker.fail("cluster_queue", problem)
+    fields = program_teams.EVERYTHING if built else program_teams.TOTALS | program_teams.NAMESPACE
+    conflict = program_teams.team_conflict(team, fields)
+    if conflict:
+        checker.fail("team", conflict)
+    program_teams.remember_team(checker.where, team, fields)
     return checked
 
 
-class TeamNamespace(pulumi.ComponentResource):
+class TeamNamespace(pulumi.ComponentResource, metaclass=KeywordArgs):
     """A team's namespace: Pod Security labels, GPU/CPU/memory quota, default requests, edit RBAC for the team's
     group, ingress isolation, egress limited to the namespace, DNS and the internet, the LocalQueue its jobs
     submit to, and ResourceClaimTemplates for the GPUs of DRA pools (``<pool>-gpu``, ``<pool>-node``)."""
@@ -73,8 +101,8 @@ class TeamNamespace(pulumi.ComponentResource):
     def __init__(self, name: str, args: TeamNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
         args = checked_args(name, args)  # before anything is registered
         super().__init__("gpuplatform:index:TeamNamespace", name, {}, opts)
-        team = team_of(args["team"])
         pools = pools_of(args.get("pools", []))
+        team = team_of(args["team"], pools)
         security = namespace_security.team_pod_security(pools, args.get("pod_security", namespace_security.BASELINE))
 
         self.namespace = k8s.core.v1.Namespace(

@@ -43,7 +43,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import labels, versions
-from ..component_args import Args, matching
+from ..component_args import Args, KeywordArgs, matching
 from ..kubernetes_base.common import all_pool_tolerations, check_pool_set, child_opts, metadata, pools_of, snake_case
 from ..pools import GpuPoolSpec
 
@@ -296,7 +296,7 @@ _KINDS: dict[str, Any] = {
 }
 
 
-class CalicoPolicyEngine(pulumi.ComponentResource):
+class CalicoPolicyEngine(pulumi.ComponentResource, metaclass=KeywordArgs):
     """Calico (open source, policy-only) enforcing Kubernetes NetworkPolicies beside the cloud's own CNI.
 
     Attributes: ``crds`` (Calico's CRDs), ``daemonset`` (calico-node: depend on it before relying on policies).

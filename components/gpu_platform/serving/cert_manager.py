@@ -27,7 +27,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import versions
-from ..component_args import DNS_LABEL, Args, matching
+from ..component_args import DNS_LABEL, NON_EMPTY, Args, KeywordArgs, matching
 from ..kubernetes_base.common import child_opts, helm_release, metadata, refuse_unless
 from ..kubernetes_base.custom_object import KubernetesObject
 from ..security import namespace_security
@@ -86,7 +86,9 @@ class AcmeIssuerArgs(TypedDict, total=False):
     server: str
     """ACME directory URL. Default: Let's Encrypt production."""
     gateway_name: Required[str]
+    """Name of the Gateway whose HTTP listener answers the HTTP-01 challenges (`InferenceGateway.gateway_name`)."""
     gateway_namespace: Required[str]
+    """Namespace of that Gateway (`InferenceGateway.gateway_namespace`)."""
     section_name: str
     """The Gateway's HTTP listener (port 80, where HTTP-01 is answered). Default ``http``."""
 
@@ -128,7 +130,9 @@ def checked_args(name: str, args: CertManagerArgs) -> dict:
     """``args`` checked (one `ConfigError` line naming the component, ``name`` and the argument)."""
     checker = Args("CertManager", name)
     checked = checker.check({} if args is None else args, CertManagerArgs, {
-        "namespace": DNS_LABEL, "replaces_amd_stack": DNS_LABEL,
+        # A component's resource name (part of URNs, not a Kubernetes name): whatever Pulumi takes, the stack's
+        # name included (``Team.Azure-amd``).
+        "namespace": DNS_LABEL, "replaces_amd_stack": NON_EMPTY,
         "acme.email": matching(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address"),
         "acme.server": matching(r"https://[^\s/]+(/\S*)?", "an https URL of an ACME directory"),
         "acme.gateway_namespace": DNS_LABEL, "acme.section_name": DNS_LABEL,
@@ -162,7 +166,7 @@ def cert_manager_args(config: Any, amd: bool, amd_stack: str, gateway_name: str,
     return args
 
 
-class CertManager(pulumi.ComponentResource):
+class CertManager(pulumi.ComponentResource, metaclass=KeywordArgs):
     """cert-manager (pinned chart, CRDs included) in a ``restricted`` namespace, with the platform's ClusterIssuers.
 
     Attributes: ``release`` (depend on it before creating cert-manager objects), ``namespace``, ``cluster_issuer``

@@ -27,7 +27,7 @@ from typing_extensions import Required
 
 from .. import catalog, versions
 from ..cidrs import CidrRule
-from ..component_args import DNS_LABEL, Args, Rule, at_least, choice, cidr, matching
+from ..component_args import DNS_LABEL, Args, KeywordArgs, Rule, at_least, choice, cidr, matching
 from ..fields import HOST_NAME
 from ..kubernetes_base.common import checked_cloud, child_opts, helm_release, refuse_unless
 from ..kubernetes_base.custom_object import KubernetesObject
@@ -80,8 +80,18 @@ def route_rules(prefix: str) -> dict[str, Rule]:
         "gateway_name": DNS_LABEL, "gateway_namespace": DNS_LABEL, "section_name": DNS_LABEL,
         "implementation": choice(*objects.IMPLEMENTATIONS), "hostname": HOST,
         "request_timeout": matching(TIMEOUT.pattern.strip("^$"), "a duration such as 10s or 2m"),
-        "max_request_body_size": BODY, "rate_limit_per_minute": at_least(1),
+        "max_request_body_size": BODY, "rate_limit_per_minute": at_least(1), "listener_hostname": HOST,
     }.items()}
+
+
+def check_route(checker: Args, route: dict[str, Any], prefix: str = "route") -> None:
+    """Refuse a (checked) route its Gateway would never attach: a ``hostname`` the listener does not serve (one line
+    naming both ends)."""
+    listener, host = route.get("listener_hostname"), route.get("hostname")
+    if listener and host and not objects.hostnames_intersect(listener, host):
+        checker.fail(f"{prefix}.hostname", f"'{host}' is not served by listener '{route['section_name']}' of the "
+                                           f"InferenceGateway '{route['gateway_namespace']}/{route['gateway_name']}' "
+                                           f"(its hostname is '{listener}'): the route would never attach")
 
 
 RULES = {
@@ -144,7 +154,7 @@ def gateway_args(config: Any, cluster_outputs: dict[str, Any]) -> InferenceGatew
     return args
 
 
-class InferenceGateway(pulumi.ComponentResource):
+class InferenceGateway(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The stack's Gateway and, off GKE, the Envoy Gateway that implements it (see the module docstring).
 
     Attributes (plain values a service's route is built from): ``gateway_name``, ``gateway_namespace``,

@@ -328,6 +328,13 @@ class GatewayRouteArgs(TypedDict, total=False):
     """Envoy Gateway only: requests per minute per Envoy replica (429 above). Default: no limit."""
     data_plane_peers: list[dict[str, Any]]
     """NetworkPolicy ``from`` peers that admit the gateway's data plane (`InferenceGateway.data_plane_peers`)."""
+    listener_hostname: str
+    """The host name the listener ``section_name`` serves (`InferenceGateway.route_args` sets it for the HTTPS
+    listener): the component refuses a ``hostname`` the listener does not serve, whose route would never attach.
+    Default: not known (the listener is taken to serve every host)."""
+    inference_pool: bool
+    """Whether the Gateway routes to InferencePool backends (`InferenceGateway.supports_inference_pool`; ``route_args``
+    sets it): an `LlmService` refuses a route on a Gateway that does not. Default: not known (not checked)."""
 
 
 @dataclass(frozen=True)
@@ -348,6 +355,10 @@ class RouteTarget:
     """Envoy Gateway: requests per minute per Envoy replica (None: no limit)."""
     data_plane_peers: tuple[Any, ...] = ()
     """NetworkPolicy peers that admit the gateway's data plane (`data_plane_peers`)."""
+    listener_hostname: Optional[str] = None
+    """The host the listener serves (None: not known, every host)."""
+    inference_pool: Optional[bool] = None
+    """Whether the Gateway routes to InferencePool backends (None: not known)."""
 
     def __post_init__(self) -> None:
         if self.implementation not in IMPLEMENTATIONS:
@@ -363,7 +374,8 @@ class RouteTarget:
                    hostname=args.get("hostname"), request_timeout=args.get("request_timeout", cls.request_timeout),
                    max_request_body_size=args.get("max_request_body_size"),
                    rate_limit_per_minute=args.get("rate_limit_per_minute"),
-                   data_plane_peers=tuple(args.get("data_plane_peers", ())))
+                   data_plane_peers=tuple(args.get("data_plane_peers", ())),
+                   listener_hostname=args.get("listener_hostname"), inference_pool=args.get("inference_pool"))
 
     def args(self) -> GatewayRouteArgs:
         """The `GatewayRouteArgs` of this target (the inverse of `from_args`)."""
@@ -371,7 +383,8 @@ class RouteTarget:
                                 section_name=self.section_name, implementation=self.implementation,
                                 request_timeout=self.request_timeout,
                                 data_plane_peers=[dict(p) for p in self.data_plane_peers])
-        for key in ("hostname", "max_request_body_size", "rate_limit_per_minute"):
+        for key in ("hostname", "max_request_body_size", "rate_limit_per_minute", "listener_hostname",
+                    "inference_pool"):
             if getattr(self, key) is not None:
                 args[key] = getattr(self, key)  # type: ignore[literal-required]
         return args
@@ -387,7 +400,19 @@ def route_target(spec: GatewaySpec, *, hostname: Optional[str], request_timeout:
         hostname=hostname, request_timeout=request_timeout,
         max_request_body_size=max_request_body_size if spec.implementation == ENVOY_GATEWAY else None,
         rate_limit_per_minute=rate_limit_per_minute if spec.implementation == ENVOY_GATEWAY else None,
-        data_plane_peers=tuple(data_plane_peers(spec)))
+        data_plane_peers=tuple(data_plane_peers(spec)), listener_hostname=spec.hostname or None,
+        inference_pool=spec.implementation == GKE or spec.inference_pool)
+
+
+def hostnames_intersect(listener: str, route: str) -> bool:
+    """Whether a route's host name matches a listener's (Gateway API: equal, or one a ``*.`` wildcard covering the
+    other's subdomain); a route whose hosts match none of its listener's is never attached."""
+    if listener == route:
+        return True
+    for wildcard, host in ((listener, route), (route, listener)):
+        if wildcard.startswith("*.") and host.endswith(wildcard[1:]) and len(host) > len(wildcard) - 1:
+            return True
+    return False
 
 
 def http_route(target: RouteTarget, name: str, namespace: str, paths: Sequence[str], service: str, port: int,

@@ -26,7 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .. import labels
-from ..component_args import DNS_LABEL, Args
+from ..component_args import DNS_LABEL, Args, KeywordArgs
 from ..kubernetes_base.common import child_opts, helm_release, metadata, refuse_unless
 from ..monitoring.monitoring_policies import prometheus_peer
 from ..security import namespace_security
@@ -110,7 +110,7 @@ def checked_args(name: str, args: KedaOperatorArgs) -> dict:
     return checked
 
 
-class KedaOperator(pulumi.ComponentResource):
+class KedaOperator(pulumi.ComponentResource, metaclass=KeywordArgs):
     """KEDA's operator, metrics server and admission webhooks, with its CRDs (``keda.sh/v1alpha1``), in a
     ``restricted`` namespace whose ingress admits only the API server, KEDA itself and Prometheus.
 

@@ -26,6 +26,7 @@ from ..component_args import (
     NON_EMPTY,
     STORAGE_QUANTITY,
     Args,
+    KeywordArgs,
     at_least,
     between,
     choice,
@@ -40,7 +41,7 @@ from ..pools import GpuPool, GpuPoolSpec
 from ..storage import storage_objects
 from . import llm_config, llm_models
 from . import llm_objects as objects
-from .gateway import route_rules
+from .gateway import check_route, route_rules
 from .gateway_objects import GatewayRouteArgs, RouteTarget
 
 
@@ -192,12 +193,22 @@ def checked_args(name: str, args: LlmServiceArgs) -> dict[str, Any]:
     keda = checked.get("autoscaler", "keda") == "keda"
     for key in ("max_replicas", "target_waiting_requests", "target_kv_cache_usage"):
         refuse_unless(checker, checked, key, keda, "with autoscaler keda")
+        # Without Prometheus there is no ScaledObject: the replicas stay fixed.
+        refuse_unless(checker, checked, key, bool(checked.get("prometheus_url")),
+                      "with prometheus_url (KEDA's triggers query it; without it the replicas stay fixed)")
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("service_monitor")),
                   "with service_monitor: true")
     for key in ("max_request_body_size", "rate_limit_per_minute"):
         if key in checked.get("route", {}):
             checker.fail(f"route.{key}", "the LLM route takes none: requests are small, answers stream (bound them "
                                          "with route.request_timeout)")
+    if "route" in checked:
+        route = checked["route"]
+        if route.get("inference_pool") is False:
+            checker.fail("route.inference_pool", f"the InferenceGateway '{route['gateway_namespace']}/"
+                                                 f"{route['gateway_name']}' has no inference pool to route the "
+                                                 "LlmService's InferencePool through: give it inference_pool: true")
+        check_route(checker, route)
     pool = GpuPool.from_spec(checked["pool"])
     problem = llm_config.pool_problem(_as_config(checked), pool)
     if problem is not None:
@@ -275,7 +286,7 @@ def gke_installs_inference_pool(config: PlatformConfig) -> bool:
 
 
 
-class LlmService(pulumi.ComponentResource):
+class LlmService(pulumi.ComponentResource, metaclass=KeywordArgs):
     """vLLM on a GPU pool behind an InferencePool, its endpoint picker and an HTTPRoute (see the module docstring).
 
     Attributes: ``spec`` (the decided `LlmSpec`), ``deployment``, ``service``, ``inference_pool``, ``picker``

@@ -34,6 +34,7 @@ from ..component_args import (
     NON_EMPTY,
     STORAGE_QUANTITY,
     Args,
+    KeywordArgs,
     at_least,
     choice,
     matching,
@@ -44,7 +45,7 @@ from ..kubernetes_base.custom_object import KubernetesObject
 from ..pools import GpuPool, GpuPoolSpec, inference_pool
 from ..storage import storage_objects
 from . import inference_objects as objects
-from .gateway import route_rules
+from .gateway import check_route, route_rules
 from .gateway_objects import GatewayRouteArgs, RouteTarget
 
 
@@ -175,6 +176,8 @@ def checked_args(name: str, args: InferenceServiceArgs) -> dict[str, Any]:
     for key in ("max_request_body_size", "rate_limit_per_minute"):
         if route.get(key) is not None and route.get("implementation") != "envoy-gateway":
             checker.fail(f"route.{key}", "takes effect only with Envoy Gateway (GKE's Gateway has no such limit)")
+    if route:
+        check_route(checker, route)
     refuse_unless(checker, checked, "service_monitor_labels", bool(checked.get("service_monitor")),
                   "with service_monitor: true")
     vendor = catalog.vendor_of(checked["pool"].get("gpu_model", ""))
@@ -244,7 +247,7 @@ def _custom(resource_name: str, body: dict[str, Any], opts: pulumi.ResourceOptio
                                             metadata=body["metadata"], spec=body["spec"], opts=opts)
 
 
-class InferenceService(pulumi.ComponentResource):
+class InferenceService(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The sentiment-analysis service on a GPU pool, autoscaled on its queue depth (see the module docstring).
 
     Attributes: ``spec`` (the decided `InferenceSpec`), ``deployment``, ``service``, ``autoscaler`` (ScaledObject,

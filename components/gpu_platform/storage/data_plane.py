@@ -8,6 +8,8 @@ volumes of a file system created elsewhere). `build_storage_layer` derives them 
 and the `StorageBackends` its cloud layer put in ``ClusterHandle.outputs["storage"]``.
 """
 
+import re
+from collections.abc import Sequence
 from typing import Any, Optional, TypedDict
 
 import pulumi
@@ -15,12 +17,18 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import versions
-from ..component_args import DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, Rule, choice
+from ..component_args import DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, KeywordArgs, Rule, choice
 from ..config_model import PlatformConfig
 from ..kubernetes_base.common import DNS_SUBDOMAIN, child_opts, helm_release, register_body
 from ..pools import GpuPool, GpuPoolSpec
 from . import storage_objects as objects
-from .storage_backends import StorageBackends, bucket_namespaces
+from .storage_backends import (
+    BucketBackend,
+    CsiDriverChart,
+    SharedFileSystemBackend,
+    StorageBackends,
+    bucket_namespaces,
+)
 from .storage_config import BUCKET_CLAIM_GIB, IMAGE_REFERENCE, TEAM_CLAIMS, parse_storage_quota, team_claim_gib
 
 
@@ -66,6 +74,7 @@ class PrePullArgs(TypedDict, total=False):
     """One GPU pool's images to pull onto every node when it joins."""
 
     pool: Required[GpuPoolSpec]
+    """The GPU pool whose nodes pull the images."""
     images: Required[list[str]]
     """Image references (each image needs a ``true`` executable: the init step it runs)."""
 
@@ -93,6 +102,10 @@ class DataPlaneStorageArgs(TypedDict, total=False):
     """Image pre-pull DaemonSets, one per GPU pool."""
     namespace: str
     """Namespace of the directories Job and the pre-pull DaemonSets. Default ``gpu-storage``."""
+    storage_quotas: dict[str, str]
+    """The ``requests.storage`` quota of namespaces the claims go to, by namespace (a `TeamNamespace`'s team
+    ``storage_quota``): claims that together request more than their namespace's quota are refused when the
+    component is constructed (Kubernetes would refuse the last of them at deploy time). Default: none checked."""
 
 
 RULES: dict[str, Rule] = {
@@ -115,7 +128,18 @@ RULES: dict[str, Rule] = {
                                  f"'{i}' is not an image reference such as nvcr.io/nvidia/pytorch:26.06-py3"),
     "namespace": DNS_LABEL,
     "root_mount_options[]": NON_EMPTY,
+    "storage_quotas": Rule(check=lambda quotas: quotas_problem(quotas)),
 }
+
+
+def quotas_problem(quotas: dict[str, str]) -> Optional[str]:
+    """What is wrong with ``storage_quotas`` (namespace names, quantities), or None."""
+    for namespace, quota in quotas.items():
+        if not re.fullmatch(DNS_LABEL.pattern or "", namespace):
+            return f"'{namespace}' is not a namespace name (a DNS label)"
+        if not re.fullmatch(STORAGE_QUANTITY.pattern or "", quota):
+            return f"{namespace}: '{quota}' is not {STORAGE_QUANTITY.what}"
+    return None
 
 
 def checked_args(name: str, args: DataPlaneStorageArgs) -> dict[str, Any]:
@@ -147,6 +171,7 @@ def checked_args(name: str, args: DataPlaneStorageArgs) -> dict[str, Any]:
             checker.fail(f"volumes[{i}].name", f"its volume '{pv}' is also volumes[{names[pv]}]'s (volumes are "
                                                "named <namespace>-<claim>): rename one claim")
         names[pv] = i
+    check_quotas(checker, volumes, checked.get("storage_quotas", {}))
     if "root_csi" not in checked and "root_mount_options" in checked:
         checker.fail("root_mount_options", "takes effect only with root_csi")
     checker.unique([c["name"] for c in checked.get("csi_charts", [])], "csi_charts", "chart")
@@ -154,6 +179,36 @@ def checked_args(name: str, args: DataPlaneStorageArgs) -> dict[str, Any]:
     checker.unique([p["pool"]["name"] for p in checked.get("pre_pulls", [])], "pre_pulls", "pool")
     checker.unique(checked.get("service_account_namespaces", []), "service_account_namespaces", "namespace")
     return checked
+
+
+_UNITS = {"Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4, "Pi": 1024 ** 5}
+
+
+def quantity_bytes(quantity: str) -> int:
+    """A checked storage quantity (``500Gi``, ``2Ti``) in bytes."""
+    return int(quantity[:-2]) * _UNITS[quantity[-2:]]
+
+
+def quantity_text(size: int) -> str:
+    """Bytes as the largest whole binary unit (``5Ti``, ``1537Gi``)."""
+    unit = next(u for u in reversed(_UNITS) if size % _UNITS[u] == 0)
+    return f"{size // _UNITS[unit]}{unit}"
+
+
+def check_quotas(checker: Args, volumes: list[dict[str, Any]], quotas: dict[str, str]) -> None:
+    """The claims of each namespace in ``quotas`` fit its ``requests.storage`` quota: one line naming the claim that
+    goes over and the quota's owner (both ends of the misuse)."""
+    totals: dict[str, int] = {}
+    for i, volume in enumerate(volumes):
+        namespace = volume["namespace"]
+        if namespace not in quotas or volume.get("claim") is False:  # a volume alone requests nothing
+            continue
+        totals[namespace] = totals.get(namespace, 0) + quantity_bytes(volume["size"])
+        if totals[namespace] > quantity_bytes(quotas[namespace]):
+            checker.fail(f"volumes[{i}].size", f"claim {namespace}/{volume['name']} brings the claims in namespace "
+                                               f"'{namespace}' to {quantity_text(totals[namespace])}, more than its "
+                                               f"storage quota {quotas[namespace]} (storage_quotas.{namespace}: the "
+                                               "TeamNamespace's requests.storage)")
 
 
 def volume_of(args: StorageVolumeArgs) -> objects.StorageVolume:
@@ -165,7 +220,7 @@ def volume_of(args: StorageVolumeArgs) -> objects.StorageVolume:
         claim=args.get("claim", True), keep=args.get("keep", False), directory=args.get("directory"))
 
 
-class DataPlaneStorage(pulumi.ComponentResource):
+class DataPlaneStorage(pulumi.ComponentResource, metaclass=KeywordArgs):
     """CSI driver releases, PersistentVolumes and claims, bucket-access ServiceAccounts, the directories Job and the
     image pre-pull DaemonSets of a stack's data plane.
 
@@ -274,18 +329,33 @@ def bucket_volumes(config: PlatformConfig, backends: StorageBackends,
                    namespaces: list[str]) -> list[StorageVolumeArgs]:
     """A static volume and claim of each bucket in each of ``namespaces`` that mounts buckets
     (`storage_backends.bucket_namespaces`)."""
-    return [StorageVolumeArgs(
-        name=bucket.name, namespace=ns, size=f"{BUCKET_CLAIM_GIB}Gi", capacity=bucket.capacity,
+    return [bucket_volume(bucket, ns) for ns in bucket_namespaces(config) if ns in namespaces
+            for bucket in backends.buckets]
+
+
+def bucket_volume(bucket: BucketBackend, namespace: str) -> StorageVolumeArgs:
+    """The static volume and claim ``<bucket.name>`` of one bucket in ``namespace`` (requesting
+    `storage_config.BUCKET_CLAIM_GIB`: object storage has no size)."""
+    volume = StorageVolumeArgs(
+        name=bucket.name, namespace=namespace, size=f"{BUCKET_CLAIM_GIB}Gi", capacity=bucket.capacity,
         access_mode="ReadOnlyMany" if bucket.read_only else "ReadWriteMany",
-        csi=dict(bucket.csi_source(objects.volume_name(ns, bucket.name))),
-        **({"mount_options": list(bucket.mount_options)} if bucket.mount_options else {}))  # type: ignore[typeddict-item]
-        for ns in bucket_namespaces(config) if ns in namespaces for bucket in backends.buckets]
+        csi=dict(bucket.csi_source(objects.volume_name(namespace, bucket.name))))
+    if bucket.mount_options:
+        volume["mount_options"] = list(bucket.mount_options)
+    return volume
 
 
 def _shared_volume(backends: StorageBackends, claim: str, namespace: str, size: str, directory: str,
                    keep: bool = False, create_claim: bool = True) -> StorageVolumeArgs:
-    shared = backends.shared_file_system
-    assert shared is not None
+    assert backends.shared_file_system is not None
+    return file_system_volume(backends.shared_file_system, namespace, claim, size, directory, keep, create_claim)
+
+
+def file_system_volume(shared: SharedFileSystemBackend, namespace: str, claim: str, size: str, directory: str,
+                       keep: bool = False, create_claim: bool = True) -> StorageVolumeArgs:
+    """The claim ``namespace/claim`` of ``size`` on the shared file system: a static volume of ``directory``
+    pre-bound to it (``create_claim`` false: only the volume, for a claim a workload creates), or a dynamic claim
+    of the backend's StorageClass. ``keep``: the claim outlives the stack."""
     if shared.storage_class:
         return StorageVolumeArgs(name=claim, namespace=namespace, size=size, storage_class=shared.storage_class,
                                  keep=keep)
@@ -336,25 +406,46 @@ def storage_args(config: PlatformConfig, backends: StorageBackends, pools: list[
     if volumes:
         args["volumes"] = volumes
     shared = backends.shared_file_system
-    if shared is not None and shared.csi_source is not None and not shared.storage_class and volumes:
-        args["root_csi"] = dict(shared.csi_source(objects.volume_name(objects.DEFAULT_NAMESPACE, objects.ROOT_CLAIM),
-                                                  ""))
-        if shared.mount_options:
-            args["root_mount_options"] = list(shared.mount_options)
-    charts = [c for c in (shared.csi_chart if shared is not None else None, *backends.csi_charts) if c is not None]
-    if charts:
-        args["csi_charts"] = [CsiChartArgs(name=c.name, values=dict(c.values)) for c in
-                              {c.name: c for c in charts}.values()]
-    if shared is not None and shared.csi_manifests is not None:
-        args["csi_manifests"] = [shared.csi_manifests.name]
+    if shared is not None and volumes:
+        args.update(file_system_root(shared))
+    args.update(csi_driver_args(shared, backends.csi_charts))
     if backends.buckets:
         teams = {t.name for t in config.teams}
         args["service_account_namespaces"] = [ns for ns in bucket_namespaces(config) if ns in teams]
         if backends.service_account_annotations:
             args["service_account_annotations"] = dict(backends.service_account_annotations)
+    quotas = {t.name: t.storage_quota for t in config.teams if t.storage_quota is not None}
+    if quotas and volumes:
+        args["storage_quotas"] = quotas
     if config.storage.image_pulls.pre_pull:
         pre_pulls = [PrePullArgs(pool=p.spec(), images=pre_pull_images(config, p, pools)) for p in pools]
         args["pre_pulls"] = [p for p in pre_pulls if p["images"]]
+    return args
+
+
+def file_system_root(shared: SharedFileSystemBackend) -> DataPlaneStorageArgs:
+    """``root_csi`` and ``root_mount_options`` of a file system with static volumes (the directories Job mounts
+    its root to create every volume's directory); none for a StorageClass backend."""
+    args = DataPlaneStorageArgs()
+    if shared.csi_source is not None and not shared.storage_class:
+        args["root_csi"] = dict(shared.csi_source(objects.volume_name(objects.DEFAULT_NAMESPACE, objects.ROOT_CLAIM),
+                                                  ""))
+        if shared.mount_options:
+            args["root_mount_options"] = list(shared.mount_options)
+    return args
+
+
+def csi_driver_args(shared: Optional[SharedFileSystemBackend],
+                    charts: Sequence[CsiDriverChart] = ()) -> DataPlaneStorageArgs:
+    """``csi_charts`` and ``csi_manifests``: the CSI drivers no cloud add-on installs, of the file system
+    (``shared``) and of the buckets (``charts``), each once."""
+    args = DataPlaneStorageArgs()
+    wanted = [c for c in (shared.csi_chart if shared is not None else None, *charts) if c is not None]
+    if wanted:
+        args["csi_charts"] = [CsiChartArgs(name=c.name, values=dict(c.values)) for c in
+                              {c.name: c for c in wanted}.values()]
+    if shared is not None and shared.csi_manifests is not None:
+        args["csi_manifests"] = [shared.csi_manifests.name]
     return args
 
 

@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import catalog, versions
-from ..component_args import CRON, DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, at_least, choice
+from ..component_args import CRON, DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, KeywordArgs, at_least, choice
 from ..errors import one_of
 from ..kubernetes_base.common import DNS_SUBDOMAIN, child_opts
 from ..kubernetes_base.custom_object import KubernetesObject
@@ -132,7 +132,7 @@ def _only(resource: Optional[pulumi.Resource]) -> list[pulumi.Resource]:
     return [resource] if resource is not None else []
 
 
-class TrainingWorkload(pulumi.ComponentResource):
+class TrainingWorkload(pulumi.ComponentResource, metaclass=KeywordArgs):
     """An indexed, gang-admitted PyTorch DDP Job on a GPU pool (with RDMA NICs on RDMA pools), a CronJob that
     retrains on a schedule at high priority, and a checkpoint volume that outlives ``pulumi destroy``.
 

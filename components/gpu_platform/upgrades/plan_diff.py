@@ -254,6 +254,8 @@ def judge(change_action: str, type_token: str, inputs: list[InputChange], old_ty
             return Verdict(True, (f"deletes {what}: {consequence}",))
         return Verdict(False, (f"deletes {short_type(type_token)}, nothing stateful",))
     reasons: list[tuple[int, bool, str]] = []
+    if old_type == type_token:  # paired by an alias: another parent or name, the same cloud resource
+        reasons.append((9, False, "moves to a new URN its alias adopts: nothing is replaced"))
     if old_type is not None and old_type != type_token:
         old_version, new_version = _api_version(old_type), _api_version(type_token)
         group = _api_group(type_token)
@@ -310,6 +312,12 @@ def diff_plans(old: Plan, new: Plan) -> PlanDiff:
         key = _object_key(resource)
         if key is not None and key in removed_by_key:
             moved[urn] = removed_by_key.pop(key)
+    # A resource with an alias naming an old URN is adopted by the engine, not replaced (a child moved under a new
+    # component keeps its cloud resource).
+    for urn, resource in added.items():
+        former = next((a for a in resource.get("aliases") or () if a in removed and a not in moved.values()), None)
+        if urn not in moved and former is not None:
+            moved[urn] = former
     changes: list[ResourceChange] = []
     for urn in sorted(set(old_res) & set(new_res)):
         before, after = old_res[urn], new_res[urn]

@@ -7,12 +7,16 @@ and the other decision modules) import no cloud SDK, so configuration is validat
 from ..._lazy import lazy_exports
 
 _EXPORTS = {
+    "EksBucketAccess": ".storage_components",
+    "EksBucketAccessArgs": ".storage_components",
     "EksCluster": ".cluster",
     "EksClusterArgs": ".cluster",
     "EksClusterAutoscaler": ".cluster_autoscaler",
     "EksClusterAutoscalerArgs": ".cluster_autoscaler",
     "EksGpuNodePool": ".cluster",
     "EksGpuNodePoolArgs": ".cluster",
+    "EksSharedFileSystem": ".storage_components",
+    "EksSharedFileSystemArgs": ".storage_components",
     "KarpenterAutoscaler": ".karpenter",
     "KarpenterAutoscalerArgs": ".karpenter",
     "KarpenterPoolArgs": ".karpenter",

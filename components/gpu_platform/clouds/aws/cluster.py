@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import Optional, TypedDict
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
+from ...component_args import KeywordArgs
 from ...config_model import PlatformConfig
 from ...errors import ConfigError
 from ...kubernetes_base.common import child_opts
@@ -23,6 +23,7 @@ from ...labels import DOMAIN
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
 from ...upgrades.pool_upgrade import PoolUpgradeArgs, upgrade_from_args
+from .. import missing_extra
 from ..handle import ClusterHandle
 from . import contract, karpenter_objects, security
 from . import iam as aws_iam
@@ -43,6 +44,11 @@ from .options import (
 from .options import pool_args as options_pool_args
 from .storage import storage_from_config
 from .vpc import ELB_ROLE_TAG, INTERNAL_ELB_ROLE_TAG, subnet_cidrs, vpc_zones
+
+try:
+    import pulumi_aws as aws
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 # Installed before any node joins (a node is NotReady without the CNI); CoreDNS waits for the system nodes.
 COMPUTE_ADDONS, LATE_ADDONS = contract.COMPUTE_ADDONS, contract.LATE_ADDONS
@@ -135,7 +141,7 @@ def pool_options(pool: GpuPool, args: EksGpuNodePoolArgs) -> AwsPoolOptions:
     )
 
 
-class EksGpuNodePool(pulumi.ComponentResource):
+class EksGpuNodePool(pulumi.ComponentResource, metaclass=KeywordArgs):
     """A GPU pool as an EKS managed node group: NVIDIA AMI, the GPU taint and pool labels, scaling from zero
     (cluster-autoscaler node-template tags on the node group and its Auto Scaling group), on-demand, spot,
     capacity reservations or Capacity Blocks; with EFA, a launch template with ``efa``/``efa-only`` interfaces on
@@ -281,7 +287,7 @@ class EksClusterArgs(TypedDict, total=False):
     """Tags on every AWS resource."""
 
 
-class EksCluster(pulumi.ComponentResource):
+class EksCluster(pulumi.ComponentResource, metaclass=KeywordArgs):
     """An EKS cluster with GPU node pools: VPC (new or existing), cluster and node IAM roles, access entries for
     admins, managed add-ons (vpc-cni with efa-only support and network policy enforcement, kube-proxy, pod
     identity, CoreDNS), a small non-GPU system node group, one `EksGpuNodePool` per GPU pool, an IRSA OIDC
@@ -323,7 +329,7 @@ class EksCluster(pulumi.ComponentResource):
         args = contract.cluster_args(name, args, EksClusterArgs)  # refused before anything is registered
         super().__init__("gpuplatform:index:EksCluster", name, {}, opts)
         tags = dict(args.get("tags", {}))
-        cluster_name = args.get("cluster_name", name)
+        cluster_name = args.get("cluster_name", contract.eks_cluster_name(name))
         region = args["region"]
         self.region: str = region
         self.kubernetes_version: str = args["kubernetes_version"]
@@ -588,7 +594,7 @@ def cluster_from_config(name: str, config: PlatformConfig, opts: pulumi.Resource
                 entry["upgrade"] = upgrade
         pools.append(entry)
     args = EksClusterArgs(
-        cluster_name=name,
+        cluster_name=contract.eks_cluster_name(name),
         region=config.region,
         kubernetes_version=config.kubernetes_version,
         addon_versions=dict(options.addon_versions),

@@ -15,19 +15,25 @@ import re
 from typing import Any, Optional, TypedDict
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from ... import labels
+from ...component_args import KeywordArgs
 from ...config_model import PlatformConfig
 from ...kubernetes_base.common import child_opts, helm_release
 from ...versions import CLUSTER_AUTOSCALER, CLUSTER_AUTOSCALER_IMAGE_TAGS
+from .. import missing_extra
 from ..autoscaler_profile import GpuScalingProfile, cluster_autoscaler_flags
 from ..handle import ClusterHandle
 from . import contract
 from . import iam as aws_iam
 from .security import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
+
+try:
+    import pulumi_aws as aws
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
@@ -115,7 +121,7 @@ class EksClusterAutoscalerArgs(TypedDict, total=False):
     """Tags on the IAM role and pod identity association."""
 
 
-class EksClusterAutoscaler(pulumi.ComponentResource):
+class EksClusterAutoscaler(pulumi.ComponentResource, metaclass=KeywordArgs):
     """The cluster-autoscaler (pinned chart) for an EKS cluster's managed node groups, with its IAM role bound by
     pod identity and the GPU pools' Auto Scaling groups tagged for auto-discovery.
 

@@ -41,6 +41,13 @@ EKS_CLUSTER_NAME = matching(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}",
 ADDON_VERSION = r"v\d+\.\d+\.\d+-eksbuild\.\d+"
 
 
+def eks_cluster_name(name: str) -> str:
+    """The EKS cluster name for a component (or stack) ``name``: itself when EKS takes it, else with every character
+    EKS refuses as ``-`` (a Pulumi stack name such as ``Team.Azure`` may hold ``.``), at most 100 characters."""
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "-", name).lstrip("-_")[:100]
+    return cleaned or "gpu-platform"
+
+
 def _addons(value: Mapping[str, str]) -> Optional[str]:
     missing = [a for a in ADDONS if a not in value]
     if missing:

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any, Optional, TypedDict
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
+from ...component_args import KeywordArgs
 from ...config_model import PlatformConfig
 from ...kubernetes_base.common import child_opts, helm_release
 from ...kubernetes_base.custom_object import KubernetesObject
@@ -27,6 +27,7 @@ from ...provisioning import RESERVATION
 from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args
 from ...upgrades.pool_upgrade import PoolUpgradeArgs, upgrade_from_args
 from ...versions import KARPENTER
+from .. import missing_extra
 from ..handle import ClusterHandle
 from . import contract
 from . import iam as aws_iam
@@ -34,6 +35,11 @@ from . import karpenter_objects as objects
 from .efa import efa_self_rules
 from .options import default_ami_type
 from .security import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
+
+try:
+    import pulumi_aws as aws
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 class KarpenterPoolArgs(TypedDict, total=False):
@@ -98,7 +104,7 @@ class KarpenterAutoscalerArgs(TypedDict, total=False):
     """Tags on every AWS resource, and on the instances Karpenter launches."""
 
 
-class KarpenterAutoscaler(pulumi.ComponentResource):
+class KarpenterAutoscaler(pulumi.ComponentResource, metaclass=KeywordArgs):
     """Karpenter for the GPU pools of an EKS cluster: controller, interruption handling, node identity, and a
     NodePool + EC2NodeClass per pool (NVIDIA AMI, taints, labels, GPU limits, EFA interfaces, placement group)."""
 

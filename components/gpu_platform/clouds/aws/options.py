@@ -35,7 +35,7 @@ from ...accelerators import gpu_allocation
 from ...cidrs import CidrRule
 from ...component_args import camel_case
 from ...fields import ConfigError, join, read_bool, read_enum, read_int, read_list
-from ..common_options import ManagedClusterOptions, entry_args, read_matching
+from ..common_options import ManagedClusterOptions, entry_args, physical_name_problem, read_matching
 from . import upgrade as aws_upgrade
 from .storage_options import check_storage as check_storage  # the stack parser's AWS ``storage`` rules
 
@@ -443,3 +443,8 @@ def parse_cluster_options(raw: Mapping, config: Any) -> AwsClusterOptions:
         control_plane=security,
         addon_versions=tuple(sorted(addons.items())),
     )
+
+
+def stack_name_problem(stack: str) -> Optional[str]:
+    """Why a stack cannot be named ``stack`` on AWS (the stack parser asks first), or None."""
+    return physical_name_problem(stack, "EKS node groups")

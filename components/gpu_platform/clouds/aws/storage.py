@@ -1,7 +1,9 @@
 """AWS resources of a stack's ``storage``: FSx for Lustre with its CSI add-on, Mountpoint for S3 with its bucket role.
 
-Decisions live in `storage_options` (pure); this module registers what they describe, as children of the stack's
-`EksCluster` (so on its AWS provider), and returns the `StorageBackends` the Kubernetes storage layer mounts.
+Decisions live in `storage_options` (pure); this module turns the stack's keys into the args of the components a
+program composes too (`storage_components`: `EksSharedFileSystem`, `EksBucketAccess`), builds them as children of
+the stack's `EksCluster` (so on its AWS provider), and returns the `StorageBackends` the Kubernetes storage layer
+mounts.
 `storage_from_config` is called by `cluster.cluster_from_config` only when ``config.storage.enabled``.
 """
 
@@ -9,18 +11,12 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 import pulumi
-import pulumi_aws as aws
 
 from ...config_model import PlatformConfig
-from ...security.pod_security import RUN_AS_ID
-from ...storage.storage_backends import (
-    STORAGE_SERVICE_ACCOUNT,
-    BucketBackend,
-    SharedFileSystemBackend,
-    StorageBackends,
-    bucket_namespaces,
-)
+from ...storage.bucket_args import bucket_args
+from ...storage.storage_backends import STORAGE_SERVICE_ACCOUNT, BucketBackend, StorageBackends, bucket_namespaces
 from . import storage_options as so
+from .storage_components import EksBucketAccess, EksBucketAccessArgs, EksSharedFileSystem, EksSharedFileSystemArgs
 
 
 def file_system_placement(config: PlatformConfig, vpc_zones: Sequence[str],
@@ -44,105 +40,44 @@ def file_system_placement(config: PlatformConfig, vpc_zones: Sequence[str],
     return None, subnet, f"{why} {name}".strip()
 
 
-def _addon(name: str, addon: str, config: PlatformConfig, cluster: Any, tags: dict,
-           opts: pulumi.ResourceOptions) -> aws.eks.Addon:
-    """A CSI driver add-on at the version EKS makes default for the cluster's Kubernetes version (resolved at deploy
-    time: EKS publishes these builds per Kubernetes version, see `aws eks describe-addon-versions`)."""
-    version = aws.eks.get_addon_version_output(addon_name=addon, kubernetes_version=config.kubernetes_version,
-                                               opts=pulumi.InvokeOptions(parent=cluster))
-    return aws.eks.Addon(
-        f"{name}-{addon}", cluster_name=cluster.cluster.name, addon_name=addon, addon_version=version.version,
-        resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE", tags=tags,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[cluster.system_node_group])))
-
-
-def _file_system(name: str, config: PlatformConfig, cluster: Any, tags: dict, opts: pulumi.ResourceOptions,
-                 resources: list) -> SharedFileSystemBackend:
+def file_system_args(config: PlatformConfig, cluster: Any, tags: dict) -> EksSharedFileSystemArgs:
+    """`EksSharedFileSystem`'s args for a stack on its `EksCluster`: the stack's size and tier, in the subnet
+    `file_system_placement` chooses."""
     fs_config = config.storage.shared_file_system
+    assert fs_config is not None
     zone, subnet, why = file_system_placement(config, cluster.zones, cluster.private_subnet_ids)
-    subnet_id = cluster.private_subnets[zone].id if zone is not None else subnet
-    group = aws.ec2.SecurityGroup(
-        f"{name}-fsx", vpc_id=cluster.vpc_id, description=f"FSx for Lustre of {config.stack} (placed by {why})",
-        tags={**tags, "Name": f"{name}-fsx"}, opts=opts)
-    rules: list = []
-    # Lustre both ways between the file servers, and between them and the nodes (the EKS cluster security group,
-    # which every node group and Karpenter node carries).
-    for i, ports in enumerate(so.lustre_rules()):
-        for peer, peer_id in (("self", group.id), ("nodes", cluster.cluster_security_group_id)):
-            rules.append(aws.vpc.SecurityGroupIngressRule(
-                f"{name}-fsx-{peer}-in-{i}", security_group_id=group.id, referenced_security_group_id=peer_id,
-                description=f"Lustre from {peer}", **ports, opts=opts))
-            rules.append(aws.vpc.SecurityGroupEgressRule(
-                f"{name}-fsx-{peer}-out-{i}", security_group_id=group.id, referenced_security_group_id=peer_id,
-                description=f"Lustre to {peer}", **ports, opts=opts))
-        rules.append(aws.vpc.SecurityGroupIngressRule(
-            f"{name}-nodes-lustre-in-{i}", security_group_id=cluster.cluster_security_group_id,
-            referenced_security_group_id=group.id, description="Lustre from the FSx file servers", **ports,
-            opts=opts))
-    fs = aws.fsx.LustreFileSystem(
-        f"{name}-fsx",
-        deployment_type=so.FSX_DEPLOYMENT_TYPE,
-        storage_type=so.FSX_STORAGE_TYPE,
-        storage_capacity=fs_config.size_gib,
-        per_unit_storage_throughput=so.throughput(fs_config),
-        file_system_type_version=so.FSX_LUSTRE_VERSION,
-        data_compression_type=so.FSX_DATA_COMPRESSION,
-        subnet_ids=subnet_id,  # one subnet (pulumi_aws types it a string: "support only one subnet")
-        security_group_ids=[group.id],
-        tags={**tags, "Name": f"{name}-fsx"},
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=rules)))
-    resources.append(_addon(name, so.FSX_CSI_ADDON, config, cluster, tags, opts))
-    resources.append(fs)
-
-    def csi_source(volume_name: str, sub_directory: str) -> dict[str, Any]:
-        return {"driver": so.FSX_CSI_DRIVER,
-                "volumeHandle": fs.id.apply(lambda fid: so.fsx_volume_handle(fid, volume_name)),
-                "volumeAttributes": {"dnsname": fs.dns_name,
-                                     "mountname": fs.mount_name.apply(lambda m: so.fsx_mount_name(m, sub_directory))}}
-
-    return SharedFileSystemBackend(kind="fsx-lustre", capacity_gib=fs_config.size_gib, driver=so.FSX_CSI_DRIVER,
-                                   csi_source=csi_source, mount_options=so.FSX_MOUNT_OPTIONS,
-                                   throughput_mbps_per_tib=so.throughput(fs_config))
+    return EksSharedFileSystemArgs(
+        cluster_name=cluster.system_node_group.cluster_name, kubernetes_version=config.kubernetes_version,
+        vpc_id=cluster.vpc_id, subnet_id=cluster.private_subnets[zone].id if zone is not None else subnet,
+        node_security_group_id=cluster.cluster_security_group_id, size_gib=fs_config.size_gib,
+        throughput_per_tib=so.throughput(fs_config), description=f"FSx for Lustre of {config.stack} (placed by {why})",
+        tags=tags)
 
 
-def _buckets(name: str, config: PlatformConfig, cluster: Any, partition: str, tags: dict,
-             opts: pulumi.ResourceOptions, resources: list) -> tuple[BucketBackend, ...]:
-    buckets = config.storage.buckets
-    namespaces = bucket_namespaces(config)
-    role = aws.iam.Role(
-        f"{name}-storage-access",
-        description=f"Bucket access of the {STORAGE_SERVICE_ACCOUNT} ServiceAccounts of {config.stack}",
-        assume_role_policy=cluster.cluster.name.apply(lambda c: so.bucket_trust_policy(c, namespaces)),
-        tags=tags, opts=opts)
-    policy = aws.iam.RolePolicy(f"{name}-storage-access-buckets", role=role.id,
-                                policy=so.bucket_policy([(b.bucket, b.read_only) for b in buckets], partition),
-                                opts=opts)
-    associations = [
-        aws.eks.PodIdentityAssociation(
-            f"{name}-storage-access-{namespace}", cluster_name=cluster.cluster.name, namespace=namespace,
-            service_account=STORAGE_SERVICE_ACCOUNT, role_arn=role.arn, tags=tags,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[policy])))
-        for namespace in namespaces
-    ]
-    resources.extend([_addon(name, so.S3_CSI_ADDON, config, cluster, tags, opts), *associations])
-    return tuple(
-        BucketBackend(name=b.name, bucket=b.bucket, driver=so.S3_CSI_DRIVER,
-                      csi_source=lambda volume, b=b: so.bucket_csi_source(b.bucket, b.profile, volume),
-                      read_only=b.read_only,
-                      mount_options=so.bucket_mount_options(b.profile, b.read_only, config.region, RUN_AS_ID))
-        for b in buckets)
+def bucket_access_args(config: PlatformConfig, cluster: Any, tags: dict) -> EksBucketAccessArgs:
+    """`EksBucketAccess`'s args for a stack on its `EksCluster`: its buckets, for every namespace that mounts them
+    (`bucket_namespaces`)."""
+    return EksBucketAccessArgs(
+        cluster_name=cluster.system_node_group.cluster_name, kubernetes_version=config.kubernetes_version,
+        region=config.region, namespaces=list(bucket_namespaces(config)),
+        buckets=bucket_args(config.storage.buckets),
+        description=f"Bucket access of the {STORAGE_SERVICE_ACCOUNT} ServiceAccounts of {config.stack}", tags=tags)
 
 
 def storage_from_config(name: str, config: PlatformConfig, cluster: Any, tags: dict,
                         opts: Optional[pulumi.ResourceOptions] = None) -> tuple[StorageBackends, list]:
-    """The stack's FSx for Lustre file system and bucket access on an `EksCluster` (``cluster``), and the resources
-    the Kubernetes layer should wait for (the CSI add-ons, the file system, the Pod Identity associations)."""
+    """The stack's `EksSharedFileSystem` and `EksBucketAccess` on an `EksCluster` (``cluster``, their parent), and
+    the resources the Kubernetes layer should wait for (the CSI add-ons, the file system, the Pod Identity
+    associations)."""
     opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=cluster))
     storage = config.storage
-    resources: list = []
-    shared = _file_system(name, config, cluster, tags, opts, resources) if storage.shared_file_system else None
+    ready: list = []
+    shared = None
+    if storage.shared_file_system:
+        file_system = EksSharedFileSystem(name, file_system_args(config, cluster, tags), opts)
+        shared, ready = file_system.backend, [*ready, *file_system.ready]
     buckets: tuple[BucketBackend, ...] = ()
     if storage.buckets:
-        partition = aws.get_partition(opts=pulumi.InvokeOptions(parent=cluster)).partition
-        buckets = _buckets(name, config, cluster, partition, tags, opts, resources)
-    return StorageBackends(shared_file_system=shared, buckets=buckets), resources
+        access = EksBucketAccess(name, bucket_access_args(config, cluster, tags), opts)
+        buckets, ready = access.buckets, [*ready, *access.ready]
+    return StorageBackends(shared_file_system=shared, buckets=buckets), ready

@@ -41,25 +41,17 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import (
-    authorization,
-    containerservice,
-    features,
-    keyvault,
-    managedidentity,
-    network,
-    resources,
-)
 from typing_extensions import Required
 
 from ... import catalog
-from ...component_args import Args
+from ...component_args import Args, KeywordArgs
 from ...config_model import PlatformConfig
 from ...kubernetes_base.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
 from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args
 from ...upgrades.pool_upgrade import PoolUpgradeArgs, upgrade_from_args
+from .. import missing_extra
 from ..autoscaler_profile import GpuScalingProfile, aks_auto_scaler_profile
 from ..handle import ClusterHandle
 from . import contract
@@ -90,6 +82,19 @@ from .upgrade import (
     maintenance_window,
     upgrade_settings,
 )
+
+try:
+    from pulumi_azure_native import (
+        authorization,
+        containerservice,
+        features,
+        keyvault,
+        managedidentity,
+        network,
+        resources,
+    )
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 NETWORK_CONTRIBUTOR_ROLE = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 """Built-in role the control-plane identity needs on the node subnet (join VMSS NICs, internal load balancers)."""
@@ -154,7 +159,7 @@ class AksGpuNodePoolArgs(TypedDict, total=False):
     ``maintenance_window`` (docs/upgrades.md)."""
 
 
-class AksGpuNodePool(pulumi.ComponentResource):
+class AksGpuNodePool(pulumi.ComponentResource, metaclass=KeywordArgs):
     """One AKS GPU node pool: an autoscaled, tainted and labelled ``containerservice.AgentPool``."""
 
     agent_pool: containerservice.AgentPool
@@ -275,7 +280,7 @@ class AksClusterArgs(TypedDict, total=False):
     containers). Default: false (AKS's default)."""
 
 
-class AksCluster(pulumi.ComponentResource):
+class AksCluster(pulumi.ComponentResource, metaclass=KeywordArgs):
     """An AKS cluster with GPU node pools, its kubeconfig and a Kubernetes provider."""
 
     resource_group: Optional[resources.ResourceGroup]

@@ -43,7 +43,7 @@ from ... import catalog, control_plane, provisioning
 from ...cidrs import CidrRule
 from ...control_plane import ControlPlaneSecurity
 from ...fields import ConfigError, join, read_bool, read_enum, read_int, read_list, read_str
-from ..common_options import ManagedClusterOptions, entry_args, read_matching
+from ..common_options import ManagedClusterOptions, entry_args, physical_name_problem, read_matching
 from .names import AGENT_POOL_NAME, SYSTEM_POOL_NAME, agent_pool_name
 from .specs import (
     EVICTION_POLICIES,
@@ -405,3 +405,8 @@ def pool_args(pool_config: Any, pool: Any) -> dict[str, Any]:
         "availability_zones": list(pool_config.zones) or None,
         "upgrade": pool_config.upgrade.as_args() or None,  # only what the entry wrote; roles give the rest
     })
+
+
+def stack_name_problem(stack: str) -> Optional[str]:
+    """Why a stack cannot be named ``stack`` on Azure (the stack parser asks first), or None."""
+    return physical_name_problem(stack, "the AKS cluster and its managed identity")

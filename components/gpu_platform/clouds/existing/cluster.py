@@ -7,7 +7,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
-from ...component_args import Args, Rule
+from ...component_args import Args, KeywordArgs, Rule
 from ...config_model import PlatformConfig
 from ...pools import GpuPool, GpuPoolSpec
 from ...storage.storage_backends import SharedFileSystemBackend, StorageBackends
@@ -27,7 +27,7 @@ class ExistingGpuNodesArgs(TypedDict, total=False):
     """Names of the nodes to label and taint (at least one, each once; at least the pool's ``min_nodes``)."""
 
 
-class ExistingGpuNodes(pulumi.ComponentResource):
+class ExistingGpuNodes(pulumi.ComponentResource, metaclass=KeywordArgs):
     """Labels and taints existing nodes as one GPU pool (server-side-apply node patches)."""
 
     node_names: pulumi.Output[list[str]]

@@ -8,10 +8,14 @@ from ..._lazy import lazy_exports
 
 _EXPORTS = {
     "AdditionalNodeNetwork": ".cluster",
+    "GkeBucketAccess": ".storage_components",
+    "GkeBucketAccessArgs": ".storage_components",
     "GkeCluster": ".cluster",
     "GkeClusterArgs": ".cluster",
     "GkeGpuNodePool": ".cluster",
     "GkeGpuNodePoolArgs": ".cluster",
+    "GkeSharedFileSystem": ".storage_components",
+    "GkeSharedFileSystemArgs": ".storage_components",
     "GpuSubnetSpec": ".cluster",
     "GpuVpcSpec": ".cluster",
     "cluster_from_config": ".cluster",

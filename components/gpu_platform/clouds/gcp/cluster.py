@@ -28,7 +28,6 @@ from dataclasses import replace
 from typing import Any, Optional, TypedDict
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
@@ -36,6 +35,7 @@ from ... import catalog, control_plane, provisioning
 from ...component_args import (
     DNS_LABEL,
     Args,
+    KeywordArgs,
     Rule,
     at_least,
     between,
@@ -50,6 +50,7 @@ from ...kubernetes_base.common import child_opts, metadata
 from ...pools import GpuPool, GpuPoolSpec
 from ...upgrades.maintenance import MaintenanceWindowArgs, parse_window, window_as_args
 from ...upgrades.pool_upgrade import PoolUpgradeArgs, argument_path, upgrade_from_args
+from .. import missing_extra
 from ..autoscaler_profile import GKE_PROFILE, gke_cluster_autoscaling
 from ..handle import ClusterHandle
 from . import networks as gcp_networks
@@ -57,6 +58,11 @@ from . import options as gcp_options
 from . import pools as gcp_pools
 from . import upgrade as gcp_upgrade
 from .storage import storage_from_config
+
+try:
+    import pulumi_gcp as gcp
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 # ---------------------------------------------------------------------------------------------------------
 # Arguments
@@ -497,7 +503,9 @@ def check_pool_entry(checker: Args, args: dict, path: str, location: Any, standa
                                       f"characters, '{pool.name}' has {len(pool.name)}")
     shape = catalog.SHAPES[("gcp", pool.instance_type)]
     accelerator = args.get("accelerator_type")
-    if accelerator is not None and shape.accelerator_type and accelerator != shape.accelerator_type:
+    # Even its own type: the argument would change nothing (a TPU machine type's own is refused by `_check_tpu`).
+    own = accelerator == shape.accelerator_type and pool.vendor == catalog.GOOGLE_TPU
+    if accelerator is not None and shape.accelerator_type and not own:
         checker.fail(at("accelerator_type"), f"'{pool.instance_type}' carries its own GPUs "
                                              f"({shape.accelerator_type}); leave accelerator_type out")
     if accelerator is not None and not shape.accelerator_type and accelerator != default_accelerator(pool):
@@ -769,7 +777,7 @@ def _get(args: dict, key: str, default: Any = None) -> Any:
 # GkeCluster
 
 
-class GkeCluster(pulumi.ComponentResource):
+class GkeCluster(pulumi.ComponentResource, metaclass=KeywordArgs):
     """A GKE Standard cluster for GPU work: VPC-native with Dataplane V2 (which enforces NetworkPolicies) and
     Workload Identity (the GKE metadata server on every pool), the API's public endpoint off unless
     ``api_allowed_cidrs`` names who may reach it, Secrets envelope-encrypted with a Cloud KMS key it creates, the
@@ -1081,7 +1089,7 @@ class GkeCluster(pulumi.ComponentResource):
 # GkeGpuNodePool
 
 
-class GkeGpuNodePool(pulumi.ComponentResource):
+class GkeGpuNodePool(pulumi.ComponentResource, metaclass=KeywordArgs):
     """One GPU node pool: accelerators and driver from the catalog, the GPU taint and the platform's labels set
     explicitly, GKE sharing/MIG when GKE runs the device plugin, autoscaling, how the VMs are bought
     (``pool.provisioning``: Spot, a named reservation, or Dynamic Workload Scheduler's flex-start and queued

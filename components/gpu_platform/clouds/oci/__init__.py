@@ -8,12 +8,16 @@ from ..._lazy import lazy_exports
 
 _EXPORTS = {
     "OkeAutoscaledPool": ".autoscaler",
+    "OkeBucketAccess": ".storage_components",
+    "OkeBucketAccessArgs": ".storage_components",
     "OkeCluster": ".cluster",
     "OkeClusterArgs": ".cluster",
     "OkeClusterAutoscaler": ".autoscaler",
     "OkeClusterAutoscalerArgs": ".autoscaler",
     "OkeGpuNodePool": ".cluster",
     "OkeGpuNodePoolArgs": ".cluster",
+    "OkeSharedFileSystem": ".storage_components",
+    "OkeSharedFileSystemArgs": ".storage_components",
     "OkeVcn": ".vcn",
     "OkeVcnArgs": ".vcn",
     "cluster_from_config": ".cluster",

@@ -11,16 +11,21 @@ pools and the instances behind them. Pools whose ``minNodes`` equals ``maxNodes`
 from typing import Optional, TypedDict
 
 import pulumi
-import pulumi_oci as oci
 from typing_extensions import Required
 
-from ...component_args import Args
+from ...component_args import Args, KeywordArgs
 from ...config_model import PlatformConfig
 from ...kubernetes_base.common import child_opts
+from .. import missing_extra
 from ..autoscaler_profile import GpuScalingProfile, OkeNodePoolRange, oke_addon_configurations
 from ..handle import ClusterHandle
 from . import contract, iam
 from .iam import compartment_scope
+
+try:
+    import pulumi_oci as oci
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 ADDON_NAME = "ClusterAutoscaler"
 NAMESPACE = "kube-system"
@@ -76,7 +81,7 @@ class OkeClusterAutoscalerArgs(TypedDict, total=False):
     """How long a new GPU node may take to become ready. Default 25."""
 
 
-class OkeClusterAutoscaler(pulumi.ComponentResource):
+class OkeClusterAutoscaler(pulumi.ComponentResource, metaclass=KeywordArgs):
     """OKE's Cluster Autoscaler add-on, tuned for GPU node pools, with the IAM policy its workload identity needs."""
 
     policy: oci.identity.Policy

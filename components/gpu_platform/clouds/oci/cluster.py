@@ -15,17 +15,17 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_oci as oci
 from typing_extensions import Required
 
 from ... import catalog, labels
-from ...component_args import Args
+from ...component_args import Args, KeywordArgs
 from ...config_model import PlatformConfig
 from ...errors import ConfigError
 from ...kubernetes_base.common import child_opts
 from ...pools import GpuPool, GpuPoolSpec
 from ...provisioning import RESERVATION
 from ...upgrades.pool_upgrade import PoolUpgrade, PoolUpgradeArgs, argument_path, upgrade_from_args
+from .. import missing_extra
 from ..handle import ClusterHandle
 from . import cloud_init as oci_cloud_init
 from . import contract
@@ -37,6 +37,11 @@ from .iam import secrets_key_statement
 from .options import DEFAULT_BOOT_VOLUME_GIB, PATCH_VERSION, OciClusterOptions, pool_args
 from .storage import file_system_ad_number, storage_from_config
 from .vcn import OkeVcn
+
+try:
+    import pulumi_oci as oci
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
 VCN_NATIVE_CNI = "OCI_VCN_IP_NATIVE"
@@ -146,7 +151,7 @@ class OkeClusterArgs(TypedDict, total=False):
     replaces the cluster. Default true."""
 
 
-class OkeCluster(pulumi.ComponentResource):
+class OkeCluster(pulumi.ComponentResource, metaclass=KeywordArgs):
     """An enhanced OKE cluster with VCN-native pod networking, its kubeconfig and a Kubernetes provider; a private
     API endpoint unless ``api_allowed_cidrs`` is given, Secrets encrypted with its own Vault key by default."""
 
@@ -327,7 +332,7 @@ class OkeGpuNodePoolArgs(TypedDict, total=False):
     ``soak_minutes`` and ``blue-green`` are refused."""
 
 
-class OkeGpuNodePool(pulumi.ComponentResource):
+class OkeGpuNodePool(pulumi.ComponentResource, metaclass=KeywordArgs):
     """An OKE managed node pool of one GPU shape, tainted and labelled for the platform; on RoCE shapes with
     ``rdma_fabric`` set, its nodes join a compute cluster for the RDMA cluster network. On a DRA pool of a
     multi-node NVLink shape (GB200/GB300 NVL72) the nodes' cloud-init turns the host's ``nvidia-imex.service`` off."""

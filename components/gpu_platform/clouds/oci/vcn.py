@@ -4,13 +4,18 @@ import re
 from typing import Optional, TypedDict
 
 import pulumi
-import pulumi_oci as oci
 from typing_extensions import Required
 
-from ...component_args import Args
+from ...component_args import Args, KeywordArgs
 from ...kubernetes_base.common import child_opts
+from .. import missing_extra
 from . import contract
 from . import network as oci_network
+
+try:
+    import pulumi_oci as oci
+except ModuleNotFoundError as err:  # the cloud's extra is not installed: name it
+    raise missing_extra(err) from None
 
 
 def vcn_dns_label(name: str) -> str:
@@ -33,7 +38,7 @@ class OkeVcnArgs(TypedDict, total=False):
     endpoint subnet admits only the worker and pod subnets and routes through the NAT and service gateways."""
 
 
-class OkeVcn(pulumi.ComponentResource):
+class OkeVcn(pulumi.ComponentResource, metaclass=KeywordArgs):
     """VCN, internet/NAT/service gateways, public and private route tables, a security list and a regional
     subnet each for the Kubernetes API endpoint, worker nodes, pods and Service load balancers."""
 
