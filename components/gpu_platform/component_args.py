@@ -16,6 +16,7 @@ get. Integers that other Pulumi languages send as floats (``2.0``) are normalise
 
 import collections.abc
 import dataclasses
+import functools
 import inspect
 import re
 import types
@@ -149,7 +150,14 @@ def _rule_key(path: str) -> str:
 
 def type_hints(schema: type) -> dict[str, Any]:
     """The annotations of a TypedDict, evaluated; ``pulumi.Input[...]`` holds forward references to ``Output``
-    that only resolve in ``pulumi.output``'s namespace."""
+    that only resolve in ``pulumi.output``'s namespace. A copy of `_type_hints`' (evaluated once per class)."""
+    return dict(_type_hints(schema))
+
+
+@functools.cache
+def _type_hints(schema: type) -> dict[str, Any]:
+    # Every component checks its args on construction (a plan builds a TeamNamespace per team): evaluating the
+    # annotations each time was most of a check.
     return typing.get_type_hints(schema, localns=dict(vars(pulumi.output)))
 
 
@@ -195,7 +203,7 @@ class Args:
     def _typed_dict(self, value: Any, schema: type, path: str, rules: dict[str, Rule]) -> dict[str, Any]:
         if not isinstance(value, Mapping):
             self.fail(path or "args", f"must be a mapping of {schema.__name__} keys, got {type(value).__name__}")
-        hints = type_hints(schema)
+        hints = _type_hints(schema)  # read only
         required = set(getattr(schema, "__required_keys__", set()))
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -244,6 +252,12 @@ class Args:
             if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
                 self.fail(path, f"must be a list, got {_describe(value)}")
             (item_tp,) = typing.get_args(tp)[:1] or (Any,)
+            if item_tp is GpuPoolSpec and _rule_key(_join(path, 0)) not in rules:
+                # Every TeamNamespace of a plan gets the same pools: checked once per plan (`pool_spec`).
+                from .pool_spec import checked_pool_list
+
+                return checked_pool_list((list(value), self.cloud), lambda: [
+                    self._value(v, item_tp, _join(path, i), rules) for i, v in enumerate(value)])
             return [self._value(v, item_tp, _join(path, i), rules) for i, v in enumerate(value)]
         if origin in (dict, Mapping, typing.Mapping) or tp is dict:
             if not isinstance(value, Mapping):

@@ -22,7 +22,7 @@ import yaml
 
 from .config import PlatformConfig, Secret, parse_config, redact_secure, strip_namespace
 from .errors import ConfigError
-from .schemas import ManifestError, validate_manifest
+from .schemas import ManifestError, forget_validated, validate_manifest
 from .testing import Recording, Registration, is_manifest_type, run_program
 from .upgrades import kubernetes_versions
 
@@ -166,6 +166,7 @@ def plan_stack(stack: str, stack_file: Path, program_dir: Optional[Path] = None)
     recording = run_program(_program(program), stack=stack, project=project.name if project else PROJECT_NAME,
                             config=namespaced, secret_keys=_secret_keys(namespaced))
     manifests = render_manifests(recording)
+    forget_validated()  # each plan validates afresh: nothing carries over from another plan
     errors = []
     for obj in manifests:
         try:

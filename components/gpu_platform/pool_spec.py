@@ -7,6 +7,7 @@ they are filled in; given, they must agree), sizes, sharing, labels and taints.
 """
 
 import marshal
+from collections.abc import Callable
 from typing import Any, NoReturn, Optional, Protocol
 
 from . import catalog, labels
@@ -73,10 +74,35 @@ def check_pool(args: SpecChecker, value: Any, path: str, cloud: str) -> GpuPool:
     return pool
 
 
+# Lists of specs already checked, by (canonical list, the component's cloud): the marshal bytes of the complete
+# specs they became, so that each component gets fresh dicts of its own (`marshal.loads`) for the price of one
+# lookup, instead of a check and a `GpuPool.spec()` per pool (a plan hands every TeamNamespace all its pools).
+_CHECKED_LISTS: dict[tuple[bytes, Optional[str]], bytes] = {}
+
+
+def checked_pool_list(values: Any, check: Callable[[], list]) -> Any:
+    """``check()`` (the complete specs of a list of `GpuPoolSpec` arguments, each checked with `check_pool`), or the
+    same result again, as fresh dicts, for a list equal (value for value, type for type) to one already checked for
+    the same component cloud (``values``: ``(list, cloud)``). Errors are never remembered."""
+    key = _canonical(values)
+    if key is not None:
+        known = _CHECKED_LISTS.get(key)
+        if known is not None:
+            return marshal.loads(known)
+    specs = check()
+    if key is not None:
+        if len(_CHECKED_LISTS) >= _CHECKED_LIMIT:
+            _CHECKED_LISTS.clear()
+        # Version 4 (shared strings, back-references) loads faster; the copy has the same sharing as ``specs``.
+        _CHECKED_LISTS[key] = marshal.dumps(specs, 4)
+    return specs
+
+
 def forget_checked_pools() -> None:
-    """Empty the memo of checked specs (`gpu_platform.testing.run_program` does before each program, so no
-    plan sees another's)."""
+    """Empty the memos of checked specs and lists of specs (`gpu_platform.testing.run_program` does before each
+    program, so no plan sees another's)."""
     _CHECKED.clear()
+    _CHECKED_LISTS.clear()
 
 
 def _canonical(value: Any) -> Optional[bytes]:

@@ -5,6 +5,8 @@ nodeSelectors, dashboards) is derived from a `GpuPool`, never re-typed. It holds
 built from configuration before any resource exists and tested without the engine.
 """
 
+import marshal
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional, TypedDict
 
@@ -245,6 +247,32 @@ class GpuPool:
             provisioning=spec.get("provisioning") or ("spot" if spec.get("spot") else "on-demand"),
             reservation=spec.get("reservation") or "", fallback_pool=spec.get("fallback_pool") or "",
         )
+
+
+# Lists of specs already turned into pools, by their marshal bytes: every TeamNamespace of a plan gets the same
+# pools, and building them again for each made plans grow with teams x pools. A `GpuPool` is immutable, so the
+# components that get equal lists can share the pools.
+_POOLS_OF: dict[bytes, tuple["GpuPool", ...]] = {}
+_POOLS_OF_LIMIT = 1024
+"""Entries kept at most (a bound for long-lived processes)."""
+
+
+def pools_from_specs(specs: Sequence["GpuPoolSpec"]) -> list["GpuPool"]:
+    """``[GpuPool.from_spec(s) for s in specs]``, built once per distinct list.
+
+    The memo's key is the list's `marshal` bytes, which keep apart what ``==`` mixes (``2`` and ``2.0``, ``True``
+    and ``1``) and exist for built-in values only; a list holding anything else is built without it."""
+    try:
+        key = marshal.dumps(list(specs), 2)
+    except ValueError:
+        return [GpuPool.from_spec(s) for s in specs]
+    pools = _POOLS_OF.get(key)
+    if pools is None:
+        pools = tuple(GpuPool.from_spec(s) for s in specs)
+        if len(_POOLS_OF) >= _POOLS_OF_LIMIT:
+            _POOLS_OF.clear()
+        _POOLS_OF[key] = pools
+    return list(pools)
 
 
 class GpuPoolSpec(TypedDict, total=False):

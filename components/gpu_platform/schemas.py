@@ -7,15 +7,23 @@ version, kept under ``crd_schemas/<group>/<version>/<Kind>.json`` (each file nam
 
 import functools
 import json
+import marshal
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import jsonschema
 import referencing
 from kubernetes_validate import utils as kv_utils
 
 CRD_SCHEMA_DIR = Path(__file__).parent / "crd_schemas"
+
+# Parts of manifests already found valid, by (validator class, subschema, exact value): a plan renders the same
+# parts many times (every team's NetworkPolicies, the same flavor entries in every ClusterQueue), and the answer for
+# a part depends on nothing else. Only valid parts are kept: a wrong one is checked again and reported as before.
+_VALID: set[tuple[int, int, bytes]] = set()
+_VALID_LIMIT = 200_000
+"""Entries kept at most (a bound for long-lived processes)."""
 
 
 class ManifestError(ValueError):
@@ -51,6 +59,54 @@ def validate_manifest(obj: dict, kubernetes_version: str) -> None:
         raise ManifestError(f"{name}: {path}: {error.message}")
 
 
+def forget_validated() -> None:
+    """Empty the memo of parts found valid (`gpu_platform.plan.plan_stack` does before validating a plan's
+    manifests, so every plan's figures and memory are its own)."""
+    _VALID.clear()
+
+
+def _part_key(validator: Any, schema: Any, instance: Any) -> Optional[tuple[int, int, bytes]]:
+    """The memo key of validating ``instance`` (a mapping or list) against ``schema``, or None when it has none.
+
+    `marshal` writes exact built-in types only and keeps apart what the validator tells apart but ``==`` mixes
+    (``True`` and ``1``, ``1`` and ``1.0``, a list and a tuple, ``1`` and ``"1"`` as keys); it refuses anything
+    else (a subclass, an object), which is validated without the memo. Version 2 writes no back-references, so
+    the bytes depend on the values only. The subschema is keyed by identity: every schema is held by a validator
+    cached for the process, and a subschema sits at one place of one document, so its base URI is fixed too."""
+    if type(schema) is not dict or type(instance) not in (dict, list):
+        return None  # True/False schemas and scalars are answered at once
+    try:
+        return id(type(validator)), id(schema), marshal.dumps(instance, 2)
+    except ValueError:
+        return None
+
+
+def _remembering(base: Any) -> Any:
+    """The jsonschema validator class ``base`` (same keywords, type and format checkers) whose ``descend``, the step
+    into every subschema, skips a (subschema, part) pair already found valid and remembers those it finds valid.
+    Errors are never remembered: an invalid part yields the same errors, in the same order, every time."""
+    cls = jsonschema.validators.extend(base)
+    descend = cls.descend
+
+    def remembering_descend(self, instance, schema, path=None, schema_path=None, resolver=None):
+        key = _part_key(self, schema, instance)
+        if key is not None and key in _VALID:
+            return
+        errors = list(descend(self, instance, schema, path=path, schema_path=schema_path, resolver=resolver))
+        if not errors and key is not None:
+            if len(_VALID) >= _VALID_LIMIT:
+                _VALID.clear()
+            _VALID.add(key)
+        yield from errors
+
+    cls.descend = remembering_descend
+    return cls
+
+
+_Draft202012 = _remembering(jsonschema.validators.Draft202012Validator)
+_Draft7 = _remembering(jsonschema.validators.Draft7Validator)
+
+
 def _minor(version: str) -> tuple[int, int]:
     major, minor = kv_utils.major_minor(version.lstrip("v")).split(".")
     return int(major), int(minor)
@@ -79,12 +135,12 @@ def core_validator(kubernetes_version: str, api_version: str, kind: str):
     except (FileNotFoundError, kv_utils.SchemaNotFoundError):
         return None
     registry = referencing.Resource.from_contents(schema) @ _definitions(schema_dir, version)
-    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+    return _Draft202012(schema, registry=registry)
 
 
 @functools.cache
-def _custom_validator(api_version: str, kind: str) -> jsonschema.Draft7Validator:
-    return jsonschema.Draft7Validator(_without_k8s_extensions(crd_schema(api_version, kind)))
+def _custom_validator(api_version: str, kind: str):
+    return _Draft7(_without_k8s_extensions(crd_schema(api_version, kind)))
 
 
 def _validate_custom(obj: dict, schema: dict, name: str) -> None:

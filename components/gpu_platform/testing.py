@@ -36,7 +36,9 @@ from typing import Any, Optional
 
 import pulumi
 from google.protobuf import struct_pb2
-from pulumi.runtime import known_types, rpc, settings
+from pulumi import _types as pulumi_types
+from pulumi import resource as pulumi_resource
+from pulumi.runtime import known_types, resource_cycle_breaker, rpc, settings
 from pulumi.runtime import mocks as pulumi_mocks_module
 from pulumi.runtime import resource as resource_runtime
 from pulumi.runtime.config import set_all_config
@@ -579,6 +581,113 @@ def _plain_struct(state: dict) -> struct_pb2.Struct:
     return struct
 
 
+_SIG_KEY = _SPECIAL_SIG.decode()
+
+
+class _NotPlain(Exception):
+    """Raised inside the plain converters below for what only the SDK's own code handles."""
+
+
+def _from_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        text = value.string_value
+        if text == rpc.UNKNOWN:
+            raise _NotPlain  # an unknown value: the SDK turns it into None or Unknown
+        return text
+    if kind == "number_value":
+        return value.number_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return _from_struct(value.struct_value)
+    if kind == "list_value":
+        return [_from_value(item) for item in value.list_value.values]
+    if kind == "null_value":
+        return None
+    raise _NotPlain  # a Value with nothing set: the SDK's reader raises its own error
+
+
+def _from_struct(struct: struct_pb2.Struct) -> dict:
+    fields = struct.fields
+    if _SIG_KEY in fields:
+        raise _NotPlain  # a secret, resource reference, asset or output value
+    out = {}
+    for key, value in fields.items():  # the order `Struct.items()` gives
+        plain = _from_value(value)
+        if plain is not None:  # as the SDK: a property that reads None does not exist
+            out[key] = plain
+    return out
+
+
+def _round_trip(value: Any) -> Any:
+    """What `rpc.deserialize_properties` reads back from the Struct that protobuf makes of plain ``value``
+    (`_is_plain`): numbers become floats (bools stay), tuples lists, properties that are None disappear."""
+    kind = type(value)
+    if kind is dict:
+        if _SIG_KEY in value:
+            raise _NotPlain
+        out = {}
+        for key, item in value.items():
+            plain = _round_trip(item)
+            if plain is not None:
+                out[key] = plain
+        return out
+    if kind is list or kind is tuple:
+        return [_round_trip(item) for item in value]
+    if kind is str and value == rpc.UNKNOWN:
+        raise _NotPlain
+    if kind is int:
+        return float(value)
+    return value
+
+
+class _PlainState:
+    """The mock state of a plain registration, in place of the Struct of it that the SDK would only read back
+    (`rpc.resolve_outputs`) inside `plain_wire_form`: there the reader makes of it what it would make of the
+    Struct (`_round_trip`), without building one."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: dict):
+        self.state = state
+
+    def struct(self) -> struct_pb2.Struct:
+        return _plain_struct(self.state)
+
+
+def _deserialize_properties(props_struct: Any, keep_unknowns: Optional[bool] = None,
+                            keep_internal: Optional[bool] = True) -> Any:
+    """`rpc.deserialize_properties`, answer for answer: plain Structs (and `_PlainState`) read by the converters
+    above, everything else (secrets, resources, assets, unknowns, internal keys left out) by the SDK's own."""
+    plain_state = type(props_struct) is _PlainState
+    if keep_internal is True:
+        try:
+            return _round_trip(props_struct.state) if plain_state else _from_struct(props_struct)
+        except _NotPlain:
+            pass
+        except AttributeError:  # not a Struct at all: the SDK's reader says what it makes of it
+            pass
+    return _SDK_DESERIALIZE_PROPERTIES(props_struct.struct() if plain_state else props_struct,
+                                       keep_unknowns, keep_internal)
+
+
+_SDK_DESERIALIZE_PROPERTIES = rpc.deserialize_properties
+
+
+@contextlib.contextmanager
+def plain_wire_form():
+    """Inside, `rpc.deserialize_properties` reads plain data with `_from_struct` (the SDK's reader walks every
+    value through several generic checks: a fifth of a large plan, twice per registration) and understands the
+    `_PlainState` answers of `RecordingMonitor`. Same answers: anything not plain goes to the SDK's reader. Only
+    the mock harness uses this; a real ``pulumi up`` never runs through it."""
+    rpc.deserialize_properties = _deserialize_properties
+    try:
+        yield
+    finally:
+        rpc.deserialize_properties = _SDK_DESERIALIZE_PROPERTIES
+
+
 def _loop_runs_here() -> bool:
     """True on the thread of a running event loop: the mock monitor was called inline (`_inline_executor`)."""
     try:
@@ -643,14 +752,19 @@ class RecordingMonitor(pulumi_mocks_module.MockMonitor):
         resolve_callbacks = getattr(pulumi_mocks_module, "_resolve_callbacks", None)
         transforms = resolve_callbacks(request.transforms) if resolve_callbacks and request.transforms else []
         resource_id, state = self.mocks.new_resource(pulumi.runtime.MockResourceArgs(
-            typ=request.type, name=request.name, inputs=rpc.deserialize_properties(request.object),
+            typ=request.type, name=request.name, inputs=_deserialize_properties(request.object),
             provider=request.provider, resource_id=request.importId, custom=request.custom or False,
             transforms=transforms))
+        self.resources[urn] = pulumi_mocks_module.MockMonitor.ResourceRegistration(urn, resource_id, state)
+        if _is_plain(state) and rpc.deserialize_properties is _deserialize_properties:
+            # The SDK only reads the state back (`plain_wire_form`): no Struct is built for it. The SDK's own
+            # response type for a registration without a monitor; unset fields read as the protobuf's would.
+            return resource_runtime.RegisterResponse(urn, resource_id or "", _PlainState(state), None,
+                                                     resource_pb2.Result.SUCCESS)
         if _is_plain(state):
             obj = _plain_struct(state)
         else:  # the mocks answered with Outputs or resources: the SDK's serializer, off the loop
             obj = _off_the_loop(lambda s: _sync_await(rpc.serialize_properties(s, {})), state)
-        self.resources[urn] = pulumi_mocks_module.MockMonitor.ResourceRegistration(urn, resource_id, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=obj)
 
     def _alias_urns(self, request) -> list[str]:
@@ -737,6 +851,8 @@ def _contains_unknowns(val: Any, seen_ids: Optional[set[int]] = None) -> bool:
     every Output it creates, so a large plan left about a million such objects, and collecting them after the
     run took a sixth of the plan. This one walks the same values in the same order and frees its state at once.
     """
+    if type(val) in _SCALARS:
+        return False  # never an Unknown and holds nothing (the bulk of every input)
     if known_types.is_unknown(val):
         return True
     if seen_ids is None:
@@ -745,11 +861,20 @@ def _contains_unknowns(val: Any, seen_ids: Optional[set[int]] = None) -> bool:
     if val_id in seen_ids:
         return False
     seen_ids.add(val_id)
+    # Loops rather than any(generator): a generator frame per container was most of the walk.
     if isinstance(val, dict):
-        return any(_contains_unknowns(val[k], seen_ids) for k in val)
+        for k in val:  # noqa: SIM110 - the loop is the point (see above)
+            if _contains_unknowns(val[k], seen_ids):
+                return True
+        return False
     if isinstance(val, list):
-        return any(_contains_unknowns(x, seen_ids) for x in val)
+        for x in val:  # noqa: SIM110
+            if _contains_unknowns(x, seen_ids):
+                return True
     return False
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @contextlib.contextmanager
@@ -768,6 +893,133 @@ def without_cyclic_garbage():
         yield
     finally:
         rpc.contains_unknowns = real
+
+
+def _reachable(from_resource: Any, to_resource: Any) -> bool:
+    """`pulumi.runtime.resource_cycle_breaker._reachable`, answer for answer: whether ``to_resource`` is among
+    ``from_resource`` and its transitive computed dependencies. The SDK asks it for every dependency a resource's
+    inputs carry and walks the dependency graph with nested generators, each node passed up through every
+    level; this walks it with a stack, visiting each resource once."""
+    visited: set = set()
+    stack = [from_resource]
+    while stack:
+        resource = stack.pop()
+        if resource in visited:
+            continue
+        visited.add(resource)
+        if resource == to_resource:
+            return True
+        stack.extend(resource_cycle_breaker._deps(resource))
+    return False
+
+
+@contextlib.contextmanager
+def direct_dependency_walk():
+    """Inside, the SDK's cycle check walks dependencies with `_reachable` (same answers). Only the mock harness
+    uses this; a real ``pulumi up`` never runs through it. If the SDK no longer has the function, nothing
+    changes."""
+    real = getattr(resource_cycle_breaker, "_reachable", None)
+    if real is None or not hasattr(resource_cycle_breaker, "_deps"):
+        yield
+        return
+    resource_cycle_breaker._reachable = _reachable
+    try:
+        yield
+    finally:
+        resource_cycle_breaker._reachable = real
+
+
+def _remembered(unwrap: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``unwrap`` (a pure function of a type annotation) answering each annotation once; an annotation that
+    cannot be a dict key goes to ``unwrap`` every time."""
+    known: dict = {}
+
+    def remembered(typ: Any) -> Any:
+        try:
+            return known[typ]
+        except KeyError:
+            known[typ] = result = unwrap(typ)
+            return result
+        except TypeError:
+            return unwrap(typ)
+
+    return remembered
+
+
+@contextlib.contextmanager
+def remembered_type_unwrapping():
+    """Inside, the SDK's `unwrap_type` and `unwrap_optional_type` (Output[T], Input[T], Optional[T] -> T: pure
+    functions of an annotation, asked for every property of every input and output it converts, a twentieth of
+    a large plan) answer each annotation once per run. Only the mock harness uses this; a real ``pulumi up``
+    never runs through it. If the SDK no longer has them, nothing changes."""
+    names = [n for n in ("unwrap_type", "unwrap_optional_type") if callable(getattr(pulumi_types, n, None))]
+    real = {n: getattr(pulumi_types, n) for n in names}
+    for name in names:
+        setattr(pulumi_types, name, _remembered(real[name]))
+    try:
+        yield
+    finally:
+        for name in names:
+            setattr(pulumi_types, name, real[name])
+
+
+class _AliasUrn(pulumi.Output):
+    """The URN Output of one of a resource's aliases (`pulumi.resource.Resource._aliases`), built by the SDK's
+    `collapse_alias_to_urn` the first time it is used instead of when the resource is constructed."""
+
+    def __init__(self, collapse: Callable[[], pulumi.Output]):  # made on first use: no task, nothing tracked yet
+        self._collapse = collapse
+        self._urn: Optional[pulumi.Output] = None
+
+    @property
+    def _data(self):
+        if self._urn is None:
+            self._urn = self._collapse()
+        return self._urn._data
+
+    def _untrack(self) -> None:
+        self._data  # noqa: B018 - made before the SDK takes its (not reentrant) lock, which making it takes too
+        super()._untrack()
+
+
+def _plain_alias(alias: Any, name: str, type_: str, parent: Any) -> bool:
+    """True for an alias whose URN cannot fail: a string, or an `Alias` of plain values whose name and type (its
+    own or the resource's) are strings and whose parent is a resource or none."""
+    if type(alias) is str:
+        return True
+    if type(alias) is not pulumi.Alias:
+        return False
+    alias_name = name if alias.name is ... else alias.name
+    alias_type = type_ if alias.type_ is ... else alias.type_
+    alias_parent = parent if alias.parent is ... else alias.parent
+    return (type(alias_name) is str and type(alias_type) is str
+            and (alias_parent is None or isinstance(alias_parent, pulumi.Resource))
+            and all(v is ... or v is None or type(v) is str for v in (alias.stack, alias.project)))
+
+
+@contextlib.contextmanager
+def aliases_on_demand():
+    """Inside, a resource's own alias URNs (`Resource._aliases`) are built when first used rather than when it is
+    constructed. The SDK builds them eagerly (about eight Outputs and their tasks per alias) for one use: the
+    aliases of a child when the engine cannot take alias specs. The mock monitor takes them, so they were never
+    used: azure-native resources carry an alias per former API version (about 150 per AgentPool), which made a
+    third of an Azure plan. Aliases that could fail (Outputs, a parent URN given as a string) are built at once,
+    as before. Only the mock harness uses this; a real ``pulumi up`` never runs through it."""
+    real = getattr(pulumi_resource, "collapse_alias_to_urn", None)
+    if real is None:
+        yield
+        return
+
+    def collapse_on_demand(alias, name, type_, parent):
+        if _plain_alias(alias, name, type_, parent):
+            return _AliasUrn(lambda: real(alias, name, type_, parent))
+        return real(alias, name, type_, parent)
+
+    pulumi_resource.collapse_alias_to_urn = collapse_on_demand
+    try:
+        yield
+    finally:
+        pulumi_resource.collapse_alias_to_urn = real
 
 
 @contextlib.contextmanager
@@ -799,6 +1051,45 @@ def _inline_executor(loop: asyncio.AbstractEventLoop):
         del loop.run_in_executor
 
 
+_collector_paused = False
+"""True while `collected_once` holds the cyclic collector (a nested use leaves it to the outer one)."""
+
+
+@contextlib.contextmanager
+def collected_once():
+    """Inside, the cyclic garbage collector does not run; on leaving, one collection that walks only the objects
+    made inside frees those that became garbage, and the collector runs again as before.
+
+    A program under the mocks makes a few hundred thousand objects (resources, Outputs, their tasks and futures)
+    that refer to each other and become garbage together when the run ends. With the collector on, collections
+    walk them while they are alive, and again as they age into older generations; one collection once they are
+    garbage frees them in a single walk. The heap from before is frozen for it (`gc.freeze`: not walked, and
+    anything it refers to stays alive) and unfrozen right after, so that walk costs what the program made,
+    whatever else the process holds; where the process froze objects of its own, nothing is frozen or unfrozen.
+    Only the mock harness uses this."""
+    global _collector_paused
+    if _collector_paused:
+        yield
+        return
+    enabled = gc.isenabled()
+    freezing = gc.get_freeze_count() == 0
+    gc.disable()
+    if freezing:
+        gc.freeze()
+    _collector_paused = True
+    try:
+        yield
+    finally:
+        _collector_paused = False
+        try:
+            gc.collect()
+        finally:
+            if freezing:
+                gc.unfreeze()
+            if enabled:
+                gc.enable()
+
+
 def _to_config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -820,6 +1111,12 @@ def run_program(
     from .pool_spec import forget_checked_pools  # here, so that loading the harness loads no config layer
 
     forget_checked_pools()  # each program checks its pools afresh: nothing carries over from another plan
+    with collected_once():  # left after the runtime is reset below: only then is the program's state garbage
+        return _run_program(program, stack, project, config, secret_keys)
+
+
+def _run_program(program: Callable[[], Any], stack: str, project: str, config: Optional[Mapping[str, Any]],
+                 secret_keys: Optional[list[str]]) -> Recording:
     previous_loop = None
     with contextlib.suppress(RuntimeError):  # no loop yet: nothing to restore afterwards
         previous_loop = asyncio.get_event_loop_policy().get_event_loop()
@@ -831,17 +1128,9 @@ def run_program(
         mocks = PlatformMocks()
         monitor = RecordingMonitor(mocks)
         pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
-        # The SDK creates many short-lived cyclic objects per resource; with the collector on, each full
-        # collection walks the whole growing heap, so large programs got slower per resource. One run is
-        # bounded, so the collector is paused for it (and its garbage collected right after).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            with without_source_positions(), without_cyclic_garbage(), _inline_executor(loop):
-                _sync_await(run_pulumi_func(program))
-        finally:
-            if collecting:
-                gc.enable()
+        with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), direct_dependency_walk(), \
+                remembered_type_unwrapping(), aliases_on_demand(), _inline_executor(loop):
+            _sync_await(run_pulumi_func(program))
         monitor.check_unique()
         root = settings.get_root_resource()
         exports = dict(getattr(root, "outputs", {}) or {}) if root is not None else {}

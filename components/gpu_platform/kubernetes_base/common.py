@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 from .. import catalog, labels
 from ..component_args import Args, matching
 from ..errors import one_of
-from ..pools import GpuPool, GpuPoolSpec
+from ..pools import GpuPool, GpuPoolSpec, pools_from_specs
 from ..versions import Chart
 
 # Rules several components share (Kubernetes object names, URLs).
@@ -21,8 +21,8 @@ HTTP_URL = matching(r"https?://[^\s/]+(/\S*)?", "an http(s) URL such as http://p
 
 
 def pools_of(specs: Sequence[GpuPoolSpec]) -> list[GpuPool]:
-    """`GpuPool`s from the plain specs a component receives."""
-    return [GpuPool.from_spec(s) for s in specs]
+    """`GpuPool`s from the plain specs a component receives (built once per distinct list: `pools_from_specs`)."""
+    return pools_from_specs(specs)
 
 
 def checked_cloud(checker: Args, args: Any) -> Optional[str]:
