@@ -10,6 +10,7 @@ from gpu_platform.errors import ConfigError
 from gpu_platform.pools import GpuPool
 from gpu_platform.scheduling.policy import SchedulingPolicy
 from gpu_platform.scheduling.tenancy import TeamNamespace
+from gpu_platform.storage.data_plane import DataPlaneStorage
 from gpu_platform.testing import run_program
 
 QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -202,3 +203,73 @@ def test_against_the_engine_a_program_is_its_stack(monkeypatch):
     assert program_teams.queue_problem("research", "research") is None  # another client, the same stack
     stack["name"] = "prod"
     assert "(defined: none)" in program_teams.queue_problem("research", "research")
+
+
+# The team's storage quota and DataPlaneStorage's claims (issue 38): one quota, whichever is constructed first.
+def storage(*sizes, quotas=None, namespace="research"):
+    """A `DataPlaneStorage` "data" with dynamic claims of ``sizes`` in ``namespace`` (and ``storage_quotas``)."""
+    volumes = [{"name": f"claim-{i}", "namespace": namespace, "size": s, "storage_class": "shared"}
+               for i, s in enumerate(sizes)]
+    return lambda: DataPlaneStorage("data", {"volumes": volumes, **({"storage_quotas": quotas} if quotas else {})})
+
+
+RESEARCH = Team(name="research", pool_quotas={"l4": 2}, storage_quota="1Ti")
+
+
+def test_storage_quotas_disagreeing_with_the_team_namespace_are_refused():
+    line, registered = refusal(namespace(RESEARCH), storage("10Gi", quotas={"research": "50Gi"}))
+    assert line == ("DataPlaneStorage data: storage_quotas.research: 50Gi, but TeamNamespace team-research says "
+                    "storage_quota 1Ti; give one quota (the Team's)")
+    assert "data" not in registered and "team-research" in registered
+
+
+def test_a_team_namespace_disagreeing_with_earlier_storage_quotas_is_refused():
+    line, registered = refusal(storage("10Gi", quotas={"research": "50Gi"}), namespace(RESEARCH))
+    assert line == ("TeamNamespace team-research: team.storage_quota: 1Ti, but DataPlaneStorage data says "
+                    "storage_quotas.research: 50Gi; give one quota (the Team's)")
+    assert "team-research" not in registered and "data" in registered
+
+
+def test_a_namespace_without_a_quota_disagrees_with_storage_quotas_naming_one():
+    no_quota = Team(name="research", pool_quotas={"l4": 2})
+    line, _ = refusal(namespace(no_quota), storage("10Gi", quotas={"research": "50Gi"}))
+    assert line == ("DataPlaneStorage data: storage_quotas.research: 50Gi, but TeamNamespace team-research says "
+                    "storage_quota none; give one quota (the Team's)")
+
+
+def test_the_policys_team_object_carries_the_storage_quota_too():
+    line, _ = refusal(policy(RESEARCH), storage("10Gi", quotas={"research": "50Gi"}))
+    assert line == ("DataPlaneStorage data: storage_quotas.research: 50Gi, but SchedulingPolicy sched teams[0] says "
+                    "storage_quota 1Ti; give one quota (the Team's)")
+    line, _ = refusal(storage("10Gi", quotas={"research": "50Gi"}), policy(RESEARCH))
+    assert line == ("SchedulingPolicy sched: teams[0].storage_quota: 1Ti, but DataPlaneStorage data says "
+                    "storage_quotas.research: 50Gi; give one quota (the Team's)")
+
+
+def test_agreeing_quotas_plan_in_either_order():
+    for builds in ((namespace(RESEARCH), storage("512Gi", "512Gi", quotas={"research": "1024Gi"})),
+                   (storage("512Gi", "512Gi", quotas={"research": "1Ti"}), namespace(RESEARCH))):
+        recording = run_program(lambda builds=builds: [build() for build in builds])
+        assert len([r for r in recording if r.type == "kubernetes:core/v1:PersistentVolumeClaim"]) == 2
+        assert recording.one("kubernetes:core/v1:ResourceQuota").inputs["spec"]["hard"]["requests.storage"] == "1Ti"
+
+
+def test_claims_over_the_team_namespaces_quota_are_refused_without_storage_quotas():
+    line, registered = refusal(namespace(RESEARCH), storage("512Gi", "600Gi"))
+    assert line == ("DataPlaneStorage data: volumes[1].size: claim research/claim-1 brings the claims in namespace "
+                    "'research' to 1112Gi, more than its storage quota 1Ti (TeamNamespace team-research's "
+                    "storage_quota)")
+    assert "data" not in registered
+    # The other order: the namespace's quota cannot hold what the data plane already claims there.
+    line, _ = refusal(storage("512Gi", "600Gi"), namespace(RESEARCH))
+    assert line == ("TeamNamespace team-research: team.storage_quota: 1Ti is less than the 1112Gi the claims of "
+                    "DataPlaneStorage data request in namespace 'research'")
+
+
+def test_claims_of_a_namespace_no_team_owns_are_checked_as_before():
+    # Another team's namespace changes nothing for "product": its claims are checked against storage_quotas alone.
+    run_program(lambda: (namespace(RESEARCH)(), storage("5Ti", namespace="product")()))
+    line, _ = refusal(namespace(RESEARCH), storage("5Ti", quotas={"product": "4Ti"}, namespace="product"))
+    assert line == ("DataPlaneStorage data: volumes[0].size: claim product/claim-0 brings the claims in namespace "
+                    "'product' to 5Ti, more than its storage quota 4Ti (storage_quotas.product: the TeamNamespace's "
+                    "requests.storage)")

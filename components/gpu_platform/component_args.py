@@ -83,6 +83,21 @@ def offered_kubernetes_version(cloud: str) -> Rule:
 
 
 STORAGE_QUANTITY = matching(r"[1-9]\d*(Ki|Mi|Gi|Ti|Pi)", "a storage quantity such as 50Gi")
+_STORAGE_UNITS = {"Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4, "Pi": 1024 ** 5}
+
+
+def storage_bytes(quantity: str) -> int:
+    """A `STORAGE_QUANTITY` (``500Gi``, ``2Ti``) in bytes: here, below storage and scheduling, because both compare
+    a team's ``storage_quota`` with what `DataPlaneStorage` assumed (``1Ti`` and ``1024Gi`` agree)."""
+    return int(quantity[:-2]) * _STORAGE_UNITS[quantity[-2:]]
+
+
+def storage_text(size: int) -> str:
+    """Bytes as the largest whole binary unit (``5Ti``, ``1537Gi``)."""
+    unit = next(u for u in reversed(_STORAGE_UNITS) if size % _STORAGE_UNITS[u] == 0)
+    return f"{size // _STORAGE_UNITS[unit]}{unit}"
+
+
 CPU_QUANTITY = matching(r"([1-9]\d*m|\d+(\.\d+)?)", "a CPU quantity such as 500m or 2")
 MEMORY_QUANTITY = matching(r"[1-9]\d*(Ki|Mi|Gi|Ti|k|M|G|T)?", "a memory quantity such as 2Gi")
 PROMETHEUS_DURATION = matching(r"([1-9]\d*(ms|s|m|h|d|w|y))+", "a Prometheus duration such as 15d")

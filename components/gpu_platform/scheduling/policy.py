@@ -136,6 +136,10 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
         conflict = program_teams.team_conflict(config, uses[i])
         if conflict:
             checker.fail(f"teams[{i}]", conflict)
+        # Only a Team carries the namespace's storage_quota here; a DataPlaneStorage constructed first assumed one.
+        conflict = program_teams.storage_conflict(config) if "storage_quota" in uses[i] else None
+        if conflict:
+            checker.fail(f"teams[{i}].storage_quota", conflict)
     for i, config in enumerate(configs):
         program_teams.remember_team(f"{checker.where} teams[{i}]", config, uses[i])
     if checked.get("kueue", True):

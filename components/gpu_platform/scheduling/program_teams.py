@@ -10,6 +10,12 @@ to the next. Components call `check_team` and `check_queue` while checking their
 `remember_team`/`remember_queues` once those are accepted (before any resource is registered). A program whose
 ClusterQueues are made elsewhere (another stack, Kueue managed outside the platform) names them with
 `remember_queues` before its `TeamNamespace`s.
+
+`DataPlaneStorage` (storage) reads and writes the record too: a team's namespace is its name, and its
+``storage_quota`` is the ``requests.storage`` quota the data plane's claims must fit. `DataPlaneStorage` takes the
+quota of a team recorded here (`team_storage_quota`) and records what it assumed (`remember_storage`), so a later
+`TeamNamespace` with another quota is refused too (`storage_conflict`). This module lives in scheduling, which the
+storage package may import: it imports only the configuration model, so no module cycle closes.
 """
 
 from collections.abc import Collection, Iterable
@@ -19,6 +25,7 @@ from typing import Any, Optional
 from pulumi.runtime import settings
 from pulumi.runtime.proto import resource_pb2_grpc
 
+from ..component_args import storage_bytes, storage_text
 from ..config_model import TeamConfig
 
 TOTALS = frozenset({"gpu_quota", "quotas", "cpu_quota", "memory_quota_gib"})
@@ -44,12 +51,24 @@ class TeamRecord:
     fields: frozenset
 
 
+@dataclass(frozen=True)
+class StorageRecord:
+    """What a `DataPlaneStorage` (``where``) assumed of one namespace: the quota its ``storage_quotas`` gave (None:
+    none) and the bytes its claims there request."""
+
+    where: str
+    quota: Optional[str]
+    claimed: int
+
+
 @dataclass
 class _Program:
     monitor: Any
     teams: dict[str, list[TeamRecord]] = field(default_factory=dict)
     queues: dict[str, str] = field(default_factory=dict)
     """ClusterQueue name -> the component that defines it."""
+    storage: dict[str, list[StorageRecord]] = field(default_factory=dict)
+    """Namespace -> what each `DataPlaneStorage` assumed of it."""
 
 
 _current: Optional[_Program] = None
@@ -120,4 +139,34 @@ def queue_problem(queue: str, team: str) -> Optional[str]:
     if queue != team:
         return (f"ClusterQueue '{queue}' ({defined[queue]}) admits namespace '{queue}' only (its namespaceSelector); "
                 f"team '{team}' feeds ClusterQueue '{team}'")
+    return None
+
+
+def team_storage_quota(namespace: str) -> Optional[tuple[str, Optional[str]]]:
+    """The component that took the team owning ``namespace`` (a team's namespace is its name) with its
+    ``storage_quota`` (None: no quota), and that quota; None where no component of the program took such a team
+    with its storage quota (a `SchedulingPolicy` given a `TeamSpec` does not)."""
+    for record in _program().teams.get(namespace, []):
+        if "storage_quota" in record.fields:
+            return record.where, record.team.storage_quota
+    return None
+
+
+def remember_storage(where: str, namespace: str, quota: Optional[str], claimed: int) -> None:
+    """Record that the `DataPlaneStorage` ``where`` assumed ``quota`` (None: none given) for ``namespace`` and
+    claims ``claimed`` bytes there."""
+    _program().storage.setdefault(namespace, []).append(StorageRecord(where, quota, claimed))
+
+
+def storage_conflict(team: TeamConfig) -> Optional[str]:
+    """Why ``team``'s ``storage_quota`` disagrees with what a `DataPlaneStorage` of the program assumed of its
+    namespace (another quota, or claims that need more), naming it; None where it agrees or none assumed any."""
+    mine = team.storage_quota
+    for record in _program().storage.get(team.name, []):
+        if record.quota is not None and (mine is None or storage_bytes(mine) != storage_bytes(record.quota)):
+            return (f"{_shown(mine)}, but {record.where} says storage_quotas.{team.name}: {record.quota}; "
+                    "give one quota (the Team's)")
+        if mine is not None and record.claimed > storage_bytes(mine):
+            return (f"{mine} is less than the {storage_text(record.claimed)} the claims of {record.where} request "
+                    f"in namespace '{team.name}'")
     return None

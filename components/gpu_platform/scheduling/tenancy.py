@@ -85,6 +85,9 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
     conflict = program_teams.team_conflict(team, fields)
     if conflict:
         checker.fail("team", conflict)
+    conflict = program_teams.storage_conflict(team)  # a DataPlaneStorage constructed first assumed a quota
+    if conflict:
+        checker.fail("team.storage_quota", conflict)
     program_teams.remember_team(checker.where, team, fields)
     return checked
 

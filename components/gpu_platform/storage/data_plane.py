@@ -17,10 +17,24 @@ import pulumi_kubernetes as k8s
 from typing_extensions import Required
 
 from .. import versions
-from ..component_args import DNS_LABEL, NON_EMPTY, STORAGE_QUANTITY, Args, KeywordArgs, Rule, choice
+from ..component_args import (
+    DNS_LABEL,
+    NON_EMPTY,
+    STORAGE_QUANTITY,
+    Args,
+    KeywordArgs,
+    Rule,
+    choice,
+    storage_bytes,
+    storage_text,
+)
 from ..config_model import PlatformConfig
 from ..kubernetes_base.common import DNS_SUBDOMAIN, child_opts, helm_release, register_body
 from ..pools import GpuPool, GpuPoolSpec
+
+# The team record of the program (what its TeamNamespaces took) lives in scheduling; storage may import it: it
+# imports only the configuration model, so no module cycle closes (scheduling imports storage's section parser only).
+from ..scheduling import program_teams
 from . import storage_objects as objects
 from .storage_backends import (
     BucketBackend,
@@ -105,7 +119,9 @@ class DataPlaneStorageArgs(TypedDict, total=False):
     storage_quotas: dict[str, str]
     """The ``requests.storage`` quota of namespaces the claims go to, by namespace (a `TeamNamespace`'s team
     ``storage_quota``): claims that together request more than their namespace's quota are refused when the
-    component is constructed (Kubernetes would refuse the last of them at deploy time). Default: none checked."""
+    component is constructed (Kubernetes would refuse the last of them at deploy time). A namespace whose team a
+    `TeamNamespace` (or `SchedulingPolicy`) of the program took is checked against that team's ``storage_quota``
+    without this; a different quantity here is refused. Default: none checked."""
 
 
 RULES: dict[str, Rule] = {
@@ -178,37 +194,68 @@ def checked_args(name: str, args: DataPlaneStorageArgs) -> dict[str, Any]:
     checker.unique(checked.get("csi_manifests", []), "csi_manifests", "driver")
     checker.unique([p["pool"]["name"] for p in checked.get("pre_pulls", [])], "pre_pulls", "pool")
     checker.unique(checked.get("service_account_namespaces", []), "service_account_namespaces", "namespace")
+    remember_quotas(checker.where, volumes, checked.get("storage_quotas", {}))  # accepted: nothing fails after this
     return checked
-
-
-_UNITS = {"Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4, "Pi": 1024 ** 5}
 
 
 def quantity_bytes(quantity: str) -> int:
     """A checked storage quantity (``500Gi``, ``2Ti``) in bytes."""
-    return int(quantity[:-2]) * _UNITS[quantity[-2:]]
+    return storage_bytes(quantity)
 
 
 def quantity_text(size: int) -> str:
     """Bytes as the largest whole binary unit (``5Ti``, ``1537Gi``)."""
-    unit = next(u for u in reversed(_UNITS) if size % _UNITS[u] == 0)
-    return f"{size // _UNITS[unit]}{unit}"
+    return storage_text(size)
+
+
+def team_quotas(checker: Args, volumes: list[dict[str, Any]], quotas: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The ``requests.storage`` quota of each namespace the claims or ``quotas`` name, with whose it is (for the
+    refusal): the team's ``storage_quota`` where a `TeamNamespace` or `SchedulingPolicy` of this program took the team
+    owning the namespace (so the two cannot disagree: one line naming both ends where ``quotas`` says otherwise),
+    else ``quotas``'s."""
+    found: dict[str, tuple[str, str]] = {}
+    for namespace in dict.fromkeys([*quotas, *(v["namespace"] for v in volumes)]):
+        team = program_teams.team_storage_quota(namespace)
+        given = quotas.get(namespace)
+        if team is None:
+            if given is not None:
+                found[namespace] = (given, f"storage_quotas.{namespace}: the TeamNamespace's requests.storage")
+            continue
+        where, quota = team
+        if given is not None and (quota is None or quantity_bytes(quota) != quantity_bytes(given)):
+            checker.fail(f"storage_quotas.{namespace}", f"{given}, but {where} says storage_quota "
+                                                         f"{quota or 'none'}; give one quota (the Team's)")
+        if quota is not None:
+            found[namespace] = (quota, f"{where}'s storage_quota")
+    return found
+
+
+def remember_quotas(where: str, volumes: list[dict[str, Any]], quotas: dict[str, str]) -> None:
+    """Record, for the program, what the accepted component ``where`` assumed of each namespace (its quota in
+    ``quotas``, what its claims request), so a `TeamNamespace` constructed later with another quota is refused."""
+    totals: dict[str, int] = {}
+    for volume in volumes:
+        if volume.get("claim") is not False:
+            totals[volume["namespace"]] = totals.get(volume["namespace"], 0) + quantity_bytes(volume["size"])
+    for namespace in dict.fromkeys([*quotas, *totals]):
+        program_teams.remember_storage(where, namespace, quotas.get(namespace), totals.get(namespace, 0))
 
 
 def check_quotas(checker: Args, volumes: list[dict[str, Any]], quotas: dict[str, str]) -> None:
-    """The claims of each namespace in ``quotas`` fit its ``requests.storage`` quota: one line naming the claim that
-    goes over and the quota's owner (both ends of the misuse)."""
+    """The claims of each namespace fit its ``requests.storage`` quota (`team_quotas`): one line naming the claim
+    that goes over and the quota's owner (both ends of the misuse)."""
+    known = team_quotas(checker, volumes, quotas)
     totals: dict[str, int] = {}
     for i, volume in enumerate(volumes):
         namespace = volume["namespace"]
-        if namespace not in quotas or volume.get("claim") is False:  # a volume alone requests nothing
+        if volume.get("claim") is False:  # a volume alone requests nothing
             continue
         totals[namespace] = totals.get(namespace, 0) + quantity_bytes(volume["size"])
-        if totals[namespace] > quantity_bytes(quotas[namespace]):
+        if namespace in known and totals[namespace] > quantity_bytes(known[namespace][0]):
+            quota, owner = known[namespace]
             checker.fail(f"volumes[{i}].size", f"claim {namespace}/{volume['name']} brings the claims in namespace "
                                                f"'{namespace}' to {quantity_text(totals[namespace])}, more than its "
-                                               f"storage quota {quotas[namespace]} (storage_quotas.{namespace}: the "
-                                               "TeamNamespace's requests.storage)")
+                                               f"storage quota {quota} ({owner})")
 
 
 def volume_of(args: StorageVolumeArgs) -> objects.StorageVolume:
