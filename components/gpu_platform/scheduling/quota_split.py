@@ -41,12 +41,16 @@ def apportion(total: int, weights: Sequence[int]) -> list[int]:
         if total:
             raise ValueError(f"cannot apportion {total} over nothing")
         return []
+    # Exact shares total * w / weight_sum in integers: numerator // denominator is the floor and numerator %
+    # denominator orders the remainders (one denominator for all). Fractions gave the same result, ten times
+    # slower (5 us against 52 for 15 pools): a plan with hundreds of teams over tens of pools apportions
+    # thousands of times.
     weight_sum = sum(weights)
-    shares = ([Fraction(total * w, weight_sum) for w in weights] if weight_sum
-              else [Fraction(total, len(weights))] * len(weights))
-    parts = [int(s) for s in shares]  # floor: shares are non-negative
+    numerators, denominator = ([total * w for w in weights], weight_sum) if weight_sum else \
+        ([total] * len(weights), len(weights))
+    parts = [n // denominator for n in numerators]
     leftover = total - sum(parts)
-    by_remainder = sorted(range(len(weights)), key=lambda i: (-(shares[i] - parts[i]), i))
+    by_remainder = sorted(range(len(weights)), key=lambda i: (-(numerators[i] % denominator), i))
     for i in by_remainder[:leftover]:
         parts[i] += 1
     return parts
