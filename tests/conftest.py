@@ -128,6 +128,28 @@ def planned_stack(stack: str):
     return result
 
 
+def refused(*builds) -> tuple[str, list[str]]:
+    """Run ``builds`` as one program under the mock engine: every build but the last must succeed, the last must
+    raise exactly one `ConfigError`. Returns its message and the names of what was registered (by the builds before
+    it: a refused component registers nothing)."""
+    from gpu_platform.errors import ConfigError
+    from gpu_platform.testing import run_program
+
+    errors: list[ConfigError] = []
+
+    def program():
+        for build in builds[:-1]:
+            build()
+        try:
+            builds[-1]()
+        except ConfigError as err:
+            errors.append(err)
+
+    recording = run_program(program)
+    assert len(errors) == 1, "the last component did not refuse its arguments"
+    return str(errors[0]), [r.name for r in recording]
+
+
 def reference_stacks() -> list[str]:
     """Every reference stack's name (``stacks/Pulumi.<stack>.yaml``), sorted."""
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))

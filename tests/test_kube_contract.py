@@ -3,11 +3,11 @@ its name and the argument, raised before anything is registered; every accepted 
 
 import pulumi
 import pytest
+from conftest import refused
 
 from gpu_platform.accelerators.nvidia import NvidiaGpuStack
 from gpu_platform.accelerators.rdma import RdmaStack
 from gpu_platform.autoscaling.workload_autoscaling import WorkloadAutoscaling
-from gpu_platform.errors import ConfigError
 from gpu_platform.monitoring.gpu_monitoring import GpuMonitoring
 from gpu_platform.optimizer.gpu_optimizer import GpuOptimizer
 from gpu_platform.pools import GpuPool, Sharing
@@ -30,19 +30,9 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 
 def refusal(build) -> str:
     """The error line of ``build()`` under the mock engine, after checking that nothing at all was registered."""
-    errors: list[ConfigError] = []
-
-    def program():
-        try:
-            build()
-        except ConfigError as err:
-            errors.append(err)
-
-    recording = run_program(program)
-    assert len(errors) == 1, "the component did not refuse its arguments"
-    assert [r.type for r in recording] == []
-    return str(errors[0])
-
+    message, registered = refused(build)
+    assert registered == []
+    return message
 
 MISUSE = [
     # TeamNamespace

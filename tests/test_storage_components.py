@@ -13,7 +13,7 @@ from pathlib import Path
 import pulumi
 import pytest
 import yaml
-from conftest import planned_stack
+from conftest import planned_stack, refused
 
 from gpu_platform import plan, versions
 from gpu_platform.clouds.aws import EksBucketAccess, EksCluster, EksSharedFileSystem
@@ -225,17 +225,9 @@ def claims(*sizes: str, namespace: str = "research") -> list[dict]:
 
 def refusal(build) -> tuple[str, list[str]]:
     """The one error line ``build()`` raises under the mock engine, and what was registered."""
-    errors: list[ConfigError] = []
-
-    def program():
-        try:
-            build()
-        except ConfigError as err:
-            errors.append(err)
-    registered = [r.name for r in run_program(program)]
-    assert len(errors) == 1 and "\n" not in str(errors[0])
-    return str(errors[0]), registered
-
+    message, registered = refused(build)
+    assert "\n" not in message
+    return message, registered
 
 def test_claims_over_the_team_namespaces_storage_quota_are_refused_naming_both_ends():
     message, registered = refusal(lambda: DataPlaneStorage("data", {

@@ -4,6 +4,7 @@ quotas beyond what the pools hold are refused in one line before the refused com
 inputs one component cannot use are refused there."""
 
 import pytest
+from conftest import refused
 
 from gpu_platform import Team
 from gpu_platform.errors import ConfigError
@@ -20,20 +21,7 @@ POOLS = [GpuPool("l4-infer", "aws", "g6.2xlarge", "l4", 1, 24, 0, 2).spec()]
 
 def refusal(*builds) -> tuple[str, list[str]]:
     """The error line of the last of ``builds`` (the others must succeed) and the names of what was registered."""
-    errors: list[ConfigError] = []
-
-    def program():
-        for build in builds[:-1]:
-            build()
-        try:
-            builds[-1]()
-        except ConfigError as err:
-            errors.append(err)
-
-    recording = run_program(program)
-    assert len(errors) == 1, "the last component did not refuse its arguments"
-    return str(errors[0]), [r.name for r in recording]
-
+    return refused(*builds)
 
 def policy(*teams, **extra):
     return lambda: SchedulingPolicy("sched", {"pools": POOLS, "teams": list(teams), **extra})

@@ -4,6 +4,7 @@ constructed, in one line naming both ends, before any resource is registered."""
 import json
 
 import pytest
+from conftest import refused
 
 from gpu_platform.errors import ConfigError
 from gpu_platform.health.gpu_health import GpuHealth
@@ -21,21 +22,9 @@ HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 
 def refusal(build) -> str:
     """The error line of ``build()`` under the mock engine; nothing of the refused component registered."""
-    errors: list[ConfigError] = []
-    registered: list[str] = []
-
-    def program():
-        try:
-            build()
-        except ConfigError as err:
-            errors.append(err)
-
-    recording = run_program(program)
-    registered = [r.name for r in recording]
-    assert len(errors) == 1, "the component did not refuse its arguments"
-    assert "\n" not in str(errors[0])
-    return str(errors[0]) + "|" + ",".join(sorted(registered))
-
+    message, registered = refused(build)
+    assert "\n" not in message
+    return message + "|" + ",".join(sorted(registered))
 
 def gateway_then(service, **gateway_args):
     """A program: an InferenceGateway on AWS, then ``service(gateway)``."""
