@@ -57,23 +57,32 @@ def synthetic_config(cloud: str, pools: int, teams: int) -> dict:
 
 
 def run(cloud: str, repeat: int) -> list[tuple[int, int, int, float, float]]:
-    """(pools, teams, resources, median seconds, median CPU seconds) per size."""
-    rows = []
+    """(pools, teams, resources, median seconds, median CPU seconds) per size.
+
+    The sizes take turns: each of the ``repeat`` rounds plans every size once, smallest first, so that a slow
+    spell of a shared machine (these cores drift 10-25 % over minutes) falls on every size alike instead of on
+    whichever size happened to be measured then; the median of a size's rounds counts."""
     with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
         for pools, teams in SIZES:
             stack = f"bench-{pools}x{teams}"
-            path = Path(tmp) / f"Pulumi.{stack}.yaml"
-            path.write_text(yaml.safe_dump({"config": synthetic_config(cloud, pools, teams)}))
-            seconds, cpu = [], []
-            for _ in range(repeat):
+            paths[stack] = Path(tmp) / f"Pulumi.{stack}.yaml"
+            paths[stack].write_text(yaml.safe_dump({"config": synthetic_config(cloud, pools, teams)}))
+        seconds: dict[str, list[float]] = {stack: [] for stack in paths}
+        cpu: dict[str, list[float]] = {stack: [] for stack in paths}
+        resources: dict[str, int] = {}
+        for _ in range(repeat):
+            for stack, path in paths.items():
                 started, started_cpu = time.perf_counter(), time.process_time()
                 result = plan.plan_stack(stack, path)
-                seconds.append(time.perf_counter() - started)
-                cpu.append(time.process_time() - started_cpu)
+                seconds[stack].append(time.perf_counter() - started)
+                cpu[stack].append(time.process_time() - started_cpu)
                 if result.errors:
                     sys.exit(f"{stack}: invalid manifests: {result.errors[0]}")
-            rows.append((pools, teams, len(result.recording), statistics.median(seconds), statistics.median(cpu)))
-    return rows
+                resources[stack] = len(result.recording)
+                del result  # freed here, not inside the next size's measurement
+    return [(pools, teams, resources[stack], statistics.median(seconds[stack]), statistics.median(cpu[stack]))
+            for (pools, teams), stack in zip(SIZES, paths, strict=True)]
 
 
 def verdict(rows: list[tuple[int, int, int, float, float]], cpu: bool = False) -> tuple[float, float, bool, bool]:

@@ -5,6 +5,7 @@ result or an error."""
 import asyncio
 import contextlib
 import re
+from typing import Optional as Opt
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -319,8 +320,8 @@ def test_a_program_is_collected_once_after_it_ran_and_the_collector_is_as_before
     import gc
 
     states = []
-    testing.run_program(lambda: states.append((gc.isenabled(), gc.get_freeze_count() > 0)))
-    assert states == [(False, True)]  # paused, the heap from before frozen
+    testing.run_program(lambda: states.append((gc.isenabled(), gc.get_freeze_count())))
+    assert states == [(False, 0)]  # paused, nothing frozen
     assert gc.isenabled() and gc.get_freeze_count() == 0
     gc.disable()
     try:
@@ -352,6 +353,27 @@ def test_the_garbage_of_a_program_is_freed_when_it_returns():
         assert refs[1]() is None and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_what_a_caller_kept_from_a_program_and_dropped_is_freed_by_the_next_run():
+    import asyncio
+    import gc
+    import weakref
+
+    gc.collect()  # a clean start: nothing of earlier tests pending
+    kept: list = []
+
+    def program():
+        kept.append(k8s.core.v1.ConfigMap("cm", data={"a": "b"}))  # its Outputs and their tasks refer back to it
+
+    testing.run_program(program)
+    ref, tasks = weakref.ref(kept[0]), len(asyncio.tasks._all_tasks)
+    assert ref() is not None and tasks > 0  # alive when the run ended: the caller holds it
+    kept.clear()  # dropped: garbage, in reference cycles only the cyclic collector frees
+    testing.run_program(lambda: None)
+    # Freed at the next run's start, not left among the old objects where only a rare full collection looks
+    # (where 100,000 tasks once piled up, walked by every run's `asyncio.all_tasks`).
+    assert ref() is None and len(asyncio.tasks._all_tasks) < tasks
 
 
 def _alias_urns(monkeypatch, on_demand: bool):
@@ -405,3 +427,77 @@ def test_an_azure_plan_is_the_same_with_aliases_on_demand(monkeypatch):
     slow = plan.plan_stack("azure-dev", stack)
     assert [vars(r) for r in fast.recording] == [vars(r) for r in slow.recording]
     assert fast.recording.exports == slow.recording.exports
+
+
+def _sdk_and_plain(value, typ=None, transformer=None):
+    """(the SDK's serialization of ``value``, the plain serializer's), each an answer or the exception raised."""
+    from pulumi.runtime.sync_await import _sync_await
+
+    def answer(serialize):
+        try:
+            return _sync_await(serialize(value, [], "prop", None, transformer, typ))
+        except Exception as err:  # noqa: BLE001 - compared below, type and message
+            return type(err), str(err)
+
+    return answer(testing._SDK_SERIALIZE_PROPERTY), answer(testing._serialize_property)
+
+
+@pytest.mark.parametrize(("value", "typ"), [
+    ({"name": "a", "labels": {"x": "y"}, "owner_references": [{"api_version": "v1"}]},
+     k8s.meta.v1.ObjectMetaArgs),  # snake_case keys of an input type translated, nested ones too
+    ({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u"}]},
+     k8s.meta.v1.ObjectMetaArgs),  # camelCase keys kept
+    ({"snake_key": {"deep_key": 1}}, dict[str, dict]),  # a user-defined dict: no translation
+    ({"a": [1, 2.5, True, None, "s"], "b": (1, 2)}, None),
+    ([{"a": 1}, [2, [3]]], list),
+    ({"a": 1}, str),  # a dict where the type says str: passed as is, as the SDK allows
+    ([1, 2], str),  # a list where the type says str: the SDK's AssertionError
+    ({"x": {"y": "z"}}, Opt[pulumi.Input[dict]]),
+])
+def test_plain_values_serialize_as_the_sdk_serializes_them(value, typ):
+    sdk, plain = _sdk_and_plain(value, typ)
+    assert plain == sdk
+
+
+def test_plain_serialization_translates_keys_with_the_resources_transformer_when_no_type_says():
+    sdk, plain = _sdk_and_plain({"a_b": {"c_d": 1}}, None, lambda key: key.upper())
+    assert plain == sdk == {"A_B": {"C_D": 1}}
+
+
+@pytest.mark.parametrize("value", [
+    {"a": pulumi.Output.from_input("x")}, [pulumi.Output.secret("s")], {1: "non-string key"},
+    k8s.meta.v1.ObjectMetaArgs(name="a"), {"e": pulumi.output.Unknown()},
+])
+def test_values_holding_more_than_plain_data_go_to_the_sdks_serializer(value):
+    with pytest.raises(testing._NotPlain):
+        testing._serialized_plain(value, None, None)
+
+
+def test_plain_serialization_and_direct_output_tracking_only_while_a_program_runs():
+    seen = []
+    testing.run_program(lambda: seen.append((rpc.serialize_property, pulumi.Output._track)))
+    assert seen[0][0] is testing._serialize_property and seen[0][1] is not testing._SDK_OUTPUT_TRACK
+    assert rpc.serialize_property is testing._SDK_SERIALIZE_PROPERTY
+    assert pulumi.Output._track is testing._SDK_OUTPUT_TRACK
+
+
+def test_outputs_tracked_directly_leave_the_sdks_set_as_its_own_tracking_does():
+    """Unfinished Outputs wait in the run's set; finished ones leave it; a failed one stays for the SDK to report."""
+    from pulumi.runtime import settings
+
+    sizes = []
+
+    def program():
+        pending = asyncio.get_event_loop().create_future()
+        out = pulumi.Output(set(), pending, asyncio.sleep(0, True))
+        sizes.append(out._data in settings.SETTINGS.outputs)
+        pending.set_result("done")
+
+    testing.run_program(program)
+    assert sizes == [True]
+    with pytest.raises(RuntimeError, match="boom"):
+        testing.run_program(lambda: pulumi.Output.from_input("x").apply(_boom))
+
+
+def _boom(_value):
+    raise RuntimeError("boom")

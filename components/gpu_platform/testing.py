@@ -30,6 +30,8 @@ import gc
 import json
 import sys
 import threading
+import typing
+from collections import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -913,6 +915,125 @@ def _reachable(from_resource: Any, to_resource: Any) -> bool:
     return False
 
 
+_SDK_SERIALIZE_PROPERTY = rpc.serialize_property
+_PLAIN_MAPPINGS = frozenset({dict, typing.Dict, abc.Mapping, typing.Mapping})  # noqa: UP006 - as the SDK lists them
+
+
+def _serialized_plain(value: Any, transformer: Optional[Callable[[str], str]], typ: Any) -> Any:
+    """What `rpc.serialize_property` returns for ``value`` when ``value`` holds plain data only (exact dicts with
+    string keys, lists, tuples, strings, numbers, bools, None), step for step, without a coroutine per value:
+    the same ``typ`` unwrapping, key translation by input type metadata or ``transformer``, element types and
+    errors. Raises `_NotPlain` at anything else (an Output, a resource, an asset, an input type, an Unknown),
+    which only the SDK's own serializer handles; nothing has been recorded by then, so it can start over."""
+    typ = pulumi_types.unwrap_type(typ) if typ else typ
+    if typ is Any:
+        typ = None
+    kind = type(value)
+    if kind is list or kind is tuple:
+        element_type = rpc._get_list_element_type(typ)
+        return [_serialized_plain(item, transformer, element_type) for item in value]
+    if kind is dict:
+        get_type: Callable[[str], Any] = _no_type
+        translate = transformer
+        if typ is not None:
+            case = pulumi_types.reduce_discriminated_union(typ, value, pulumi_types._py_name_for)
+            if case is not None:
+                typ = case
+            if pulumi_types.is_input_type(typ):
+                names = pulumi_types.input_type_py_to_pulumi_names(typ)
+                get_type = pulumi_types.input_type_types(typ).get
+                translate = lambda k: names.get(k) or k  # noqa: E731 - the SDK's own rule
+            else:
+                translate = None
+                if typ is dict or typing.get_origin(typ) in _PLAIN_MAPPINGS:
+                    args = typing.get_args(typ)
+                    if len(args) == 2 and args[0] is str:
+                        get_type = lambda k: args[1]  # noqa: E731
+        out = {}
+        for key in value:
+            if type(key) is not str:
+                raise _NotPlain
+            name = translate(key) if translate is not None else key
+            out[name] = _serialized_plain(value[key], transformer, get_type(name))
+        return out
+    if value is None or kind is str or kind is int or kind is float or kind is bool:
+        return value
+    raise _NotPlain
+
+
+def _no_type(_key: str) -> None:
+    return None
+
+
+async def _serialize_property(value: Any, deps: Any, property_key: Optional[str], resource_obj: Any = None,
+                              input_transformer: Optional[Callable[[str], str]] = None, typ: Any = None,
+                              keep_output_values: bool = False, exclude_resource_refs_from_deps: bool = False,
+                              return_protobuf_value: bool = False) -> Any:
+    """`rpc.serialize_property`, answer for answer: plain data by `_serialized_plain`, everything else (and
+    protobuf answers) by the SDK's own serializer."""
+    if not return_protobuf_value and type(value) in _PLAIN_CONTAINERS:
+        try:
+            return _serialized_plain(value, input_transformer, typ)
+        except _NotPlain:
+            pass
+    return await _SDK_SERIALIZE_PROPERTY(value, deps, property_key, resource_obj, input_transformer, typ,
+                                         keep_output_values, exclude_resource_refs_from_deps,
+                                         return_protobuf_value=return_protobuf_value)
+
+
+_PLAIN_CONTAINERS = frozenset({dict, list, tuple})
+"""Values worth trying `_serialized_plain` on (a scalar costs the SDK little; an Output, resource or input type
+goes to the SDK at once)."""
+
+
+@contextlib.contextmanager
+def plain_serialization():
+    """Inside, `rpc.serialize_property` (the SDK's step for every value of every input, one coroutine each, a
+    sixth of a large plan) serializes plain data without coroutines (`_serialize_property`: same answers). Only
+    the mock harness uses this; a real ``pulumi up`` never runs through it."""
+    rpc.serialize_property = _serialize_property
+    try:
+        yield
+    finally:
+        rpc.serialize_property = _SDK_SERIALIZE_PROPERTY
+
+
+_SDK_OUTPUT_TRACK = pulumi.Output.__dict__.get("_track")
+
+
+@contextlib.contextmanager
+def outputs_tracked_directly():
+    """Inside, `pulumi.Output._track` keeps the set of unfinished Outputs the SDK waits for at the end of a program
+    (``SETTINGS.outputs``, under ``SETTINGS.lock``) as the SDK does, with the set and the lock read once for the
+    run and one done-callback shared by every Output, instead of four context-variable lookups and a new closure
+    per Output (a large plan makes about 80,000 of them: a twelfth of its time). The set and lock are the ones
+    the run's settings hold (read after `pulumi.runtime.set_mocks`), so the SDK's own waits see the same
+    entries. Only the mock harness uses this; a real ``pulumi up`` never runs through it."""
+    output_class = pulumi.Output
+    real = output_class.__dict__.get("_track")
+    if real is not _SDK_OUTPUT_TRACK:  # not the SDK's own (gone, or someone else's): left as it is
+        yield
+        return
+    outputs, lock = settings.SETTINGS.outputs, settings.SETTINGS.lock
+
+    def cleanup(fut: asyncio.Future) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            return  # left in the set for the SDK to report at the program's end, as its own callback does
+        with lock:
+            outputs.discard(fut)
+
+    def track(self: pulumi.Output) -> None:
+        with lock:
+            outputs.add(self._data)
+        self._data.add_done_callback(cleanup)
+
+    output_class._track = track
+    try:
+        yield
+    finally:
+        output_class._track = real
+
+
 @contextlib.contextmanager
 def direct_dependency_walk():
     """Inside, the SDK's cycle check walks dependencies with `_reachable` (same answers). Only the mock harness
@@ -1057,35 +1178,33 @@ _collector_paused = False
 
 @contextlib.contextmanager
 def collected_once():
-    """Inside, the cyclic garbage collector does not run; on leaving, one collection that walks only the objects
-    made inside frees those that became garbage, and the collector runs again as before.
+    """Inside, the cyclic garbage collector does not run; on leaving, one collection of the youngest generation,
+    which then holds exactly the objects made inside, frees those that became garbage, and the collector runs
+    again as before.
 
     A program under the mocks makes a few hundred thousand objects (resources, Outputs, their tasks and futures)
     that refer to each other and become garbage together when the run ends. With the collector on, collections
     walk them while they are alive, and again as they age into older generations; one collection once they are
-    garbage frees them in a single walk. The heap from before is frozen for it (`gc.freeze`: not walked, and
-    anything it refers to stays alive) and unfrozen right after, so that walk costs what the program made,
-    whatever else the process holds; where the process froze objects of its own, nothing is frozen or unfrozen.
-    Only the mock harness uses this."""
+    garbage frees them in a single walk, whatever else the process holds. What is still alive then (the
+    recording, or resources the caller keeps) moves to the next generation like any survivor, so that the
+    collector's own later passes free it once the caller drops it. (Freezing the older heap instead, as this did
+    before, froze those survivors again at the next run: a test file keeping each program's component for a
+    moment left 100,000 tasks behind, which every run walked.) Only the mock harness uses this."""
     global _collector_paused
     if _collector_paused:
         yield
         return
     enabled = gc.isenabled()
-    freezing = gc.get_freeze_count() == 0
+    gc.collect(1)  # what earlier runs left alive and their callers dropped since (still young: see above)
     gc.disable()
-    if freezing:
-        gc.freeze()
     _collector_paused = True
     try:
         yield
     finally:
         _collector_paused = False
         try:
-            gc.collect()
+            gc.collect(0)
         finally:
-            if freezing:
-                gc.unfreeze()
             if enabled:
                 gc.enable()
 
@@ -1129,7 +1248,8 @@ def _run_program(program: Callable[[], Any], stack: str, project: str, config: O
         monitor = RecordingMonitor(mocks)
         pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
         with without_source_positions(), without_cyclic_garbage(), plain_wire_form(), direct_dependency_walk(), \
-                remembered_type_unwrapping(), aliases_on_demand(), _inline_executor(loop):
+                remembered_type_unwrapping(), aliases_on_demand(), plain_serialization(), \
+                outputs_tracked_directly(), _inline_executor(loop):
             _sync_await(run_pulumi_func(program))
         monitor.check_unique()
         root = settings.get_root_resource()

@@ -97,17 +97,18 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
     pools, teams = checked.get("pools", []), checked.get("teams", [])
     check_pool_set(checker, pools)
     checker.unique([t["name"] for t in teams], "teams", "team name")
-    advertised = catalog.advertised_resources(p.gpu_model for p in pools_of(pools)) if pools else None
+    gpu_pools = pools_of(pools) if pools else []
+    advertised = catalog.advertised_resources(p.gpu_model for p in gpu_pools) if pools else None
     for i, team in enumerate(teams):
         for field in NAMESPACE_FIELDS:
             if field in team and not built[i]:
                 checker.fail(f"teams[{i}].{field}", "is the team namespace's (TeamNamespace); a ClusterQueue makes no "
                                                     "use of it: give it there, or one Team to both")
-        check_team(checker, team, f"teams[{i}]", advertised, pools_of(pools) if pools else [])
-    configs = [team_of(t, pools_of(pools) if pools else []) for t in teams]
+        check_team(checker, team, f"teams[{i}]", advertised, gpu_pools)
+    configs = [team_of(t, gpu_pools) for t in teams]
     # A MultiKueue manager's quotas bound what it dispatches to its workers, not what its own pools hold.
     if not checked.get("overcommit", False) and pools and not checked.get("multikueue"):
-        problem = pool_quotas.capacity_problem(configs, pools_of(pools), kueue_objects.pool_capacity)
+        problem = pool_quotas.capacity_problem(configs, gpu_pools, kueue_objects.pool_capacity)
         if problem is not None:
             checker.fail(f"teams[{problem[0]}].{problem[1]}",
                          problem[2].replace("declare overcommit", "pass overcommit=True"))
@@ -119,15 +120,15 @@ def checked_args(name: str, args: SchedulingPolicyArgs) -> dict:
                     checker.fail(f"teams[{i}].{field}", "is a Kueue setting and kueue is false; remove it or "
                                                         "install Kueue")
     if checked.get("kueue", True):
-        for i, pool in enumerate(pools_of(pools)):
+        for i, pool in enumerate(gpu_pools):
             # Kueue's ResourceFlavor takes at most this many tolerations (the stack file's rule too).
             tolerations = kueue_objects.flavor_tolerations(pool)
             if len(tolerations) > kueue_objects.MAX_POOL_TAINTS:
                 checker.fail(f"pools[{i}].taints", f"the pool's nodes would carry {len(tolerations)} taints "
                                                    f"(the GPU taint included); a Kueue flavor tolerates at most "
                                                    f"{kueue_objects.MAX_POOL_TAINTS}")
-    by_name = {p.name: (p.resource, p.fallback_pool) for p in pools_of(pools)} if pools else {}
-    for i, pool in enumerate(pools_of(pools) if pools else []):
+    by_name = {p.name: (p.resource, p.fallback_pool) for p in gpu_pools}
+    for i, pool in enumerate(gpu_pools):
         problem = provisioning.fallback_problem(pool.name, pool.fallback_pool, by_name)
         if problem is not None:
             checker.fail(f"pools[{i}].fallback_pool", problem[1])

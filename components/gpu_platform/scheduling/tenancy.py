@@ -70,11 +70,12 @@ def checked_args(name: str, args: TeamNamespaceArgs) -> dict:
             if field in checked["team"]:
                 checker.fail(f"team.{field}", "is the team's ClusterQueue's (SchedulingPolicy); a namespace makes no "
                                               "use of it: give it there, or one Team to both")
-    check_team(checker, checked["team"], "team", advertised, pools_of(pools))
+    gpu_pools = pools_of(pools)
+    check_team(checker, checked["team"], "team", advertised, gpu_pools)
     check_pool_set(checker, pools)
-    team = team_of(checked["team"], pools_of(pools))
+    team = team_of(checked["team"], gpu_pools)
     if pools and not checked.get("overcommit", False):
-        problem = pool_quotas.capacity_problem([team], pools_of(pools), kueue_objects.pool_capacity)
+        problem = pool_quotas.capacity_problem([team], gpu_pools, kueue_objects.pool_capacity)
         if problem is not None:
             checker.fail(f"team.{problem[1]}", problem[2].replace("declare overcommit", "pass overcommit=True"))
     if checked.get("cluster_queue"):
