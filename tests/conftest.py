@@ -71,6 +71,22 @@ def pytest_configure(config):
                                        "that assert latencies or throughput)")
 
 
+# The files that take longest (docs/testing.md, "How long the suite takes"), longest first. Under `--dist
+# loadfile` a worker takes the next file whenever it finishes one, in collection order, so a long file reached
+# last keeps one worker busy while the other has nothing left: the run lasts as long as that tail. Starting the
+# longest files first leaves the short ones to even out the end.
+LONGEST_FILES = ("test_checkov.py", "test_inference_app.py", "test_policy_pack.py", "test_inputs_used.py",
+                 "test_inference_app_deadlines.py", "test_plan.py", "test_upgrade_diff.py",
+                 "test_inference_app_rollout.py", "test_inference_app_readonly.py", "test_training.py",
+                 "test_optimizer.py", "test_scheduling_properties.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The files of `LONGEST_FILES` first, in that order; the others after them, as collected (a stable sort)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(autouse=True)
 def _alone_when_marked(request):
     """Under pytest-xdist, a test marked ``alone`` runs while the other workers wait between two of their tests

@@ -7,15 +7,15 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 APP_DIR = Path(__file__).resolve().parents[1] / "examples" / "inference-app"
 sys.path.insert(0, str(APP_DIR))
 
 from make_model import build  # noqa: E402
-from sentiment.classifier import Classifier  # noqa: E402
-from sentiment.neuron import bucket  # noqa: E402
 from sentiment.settings import SettingsError, from_env  # noqa: E402
+
+# torch, and the app's modules that import it, are imported by the tests that use them: torch takes seconds to
+# import, which every pytest-xdist worker would otherwise pay while collecting, whether or not it runs this file.
 
 TEXTS = ["I love using this product!", "terrible service, never again", "the delivery was late",
          "great quality for the price", "it works"]
@@ -33,6 +33,8 @@ def traced():
     shapes = []
 
     def trace(model, example):
+        import torch
+
         shapes.append(tuple(tuple(t.shape) for t in example))
         return torch.jit.trace(model, example)
 
@@ -40,10 +42,15 @@ def traced():
 
 
 def test_batch_buckets_are_powers_of_two():
+    from sentiment.neuron import bucket
+
     assert [bucket(n) for n in (1, 2, 3, 4, 5, 8, 9, 32)] == [1, 2, 4, 4, 8, 8, 16, 32]
 
 
 def test_neuron_device_compiles_one_static_graph_per_bucket_and_answers_like_the_cpu(model_dir, traced):
+    import torch
+    from sentiment.classifier import Classifier
+
     trace, shapes = traced
     neuron = Classifier(str(model_dir), device="neuron", max_length=MAX_LENGTH, threads=1, neuron_trace=trace)
     cpu = Classifier(str(model_dir), device="cpu", max_length=MAX_LENGTH, threads=1)
@@ -67,6 +74,9 @@ def test_device_setting_accepts_neuron_and_names_the_choices():
 
 
 def test_warm_up_compiles_every_bucket_a_batch_can_fall_in(model_dir):
+    import torch
+    from sentiment.classifier import Classifier
+
     neuron = Classifier(str(model_dir), device="neuron", max_length=MAX_LENGTH, threads=1,
                         neuron_trace=lambda model, example: torch.jit.trace(model, example))
     neuron.warm_up(6)  # batches of 1..6 texts fall in buckets 1, 2, 4 and 8
