@@ -1,17 +1,20 @@
 """Plan benchmark: synthetic stacks from 1 to 64 GPU pools and 4 to 256 teams.
 
 Prints, per size, the resources registered, the seconds the offline plan took (program under the mock
-engine, manifest rendering and schema validation; the median of ``--repeat`` runs), milliseconds per resource
-and the CPU seconds of the run with their milliseconds per resource (a check on a shared machine: wall seconds
-grow with other load, CPU seconds much less). Targets (issue 37 item 2): cost per resource flat within 10% from
-1 to 64 pools (the spread of ms per resource across sizes), and the 64-pool x 256-team plan under 5 s on 2 cores.
-The verdict is on wall seconds; the same spread and largest plan in CPU seconds are printed beside it. Exits 1
-when a target is missed.
+engine, manifest rendering and schema validation; the median of ``--repeat`` rounds, in which the sizes take
+turns), milliseconds per resource, the CPU seconds of the run with their milliseconds per resource (a check on a
+shared machine: wall seconds grow with other load, CPU seconds much less), and the average bytes of a resource's
+inputs as JSON (the mix of resources changes with size: a small plan is mostly the platform's own large objects,
+dashboards and Helm values; a large one mostly small per-team objects). Targets (issue 37 item 2): cost per
+resource flat within 10% from 1 to 64 pools (the spread of ms per resource across sizes), and the 64-pool x
+256-team plan under 5 s on 2 cores. The verdict is on wall seconds; the same spread and largest plan in CPU
+seconds are printed beside it. Exits 1 when a target is missed.
 
     python benchmarks/plan_scale.py [--cloud aws|gcp|azure|oci] [--repeat 3]
 """
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -56,8 +59,8 @@ def synthetic_config(cloud: str, pools: int, teams: int) -> dict:
     return config
 
 
-def run(cloud: str, repeat: int) -> list[tuple[int, int, int, float, float]]:
-    """(pools, teams, resources, median seconds, median CPU seconds) per size.
+def run(cloud: str, repeat: int) -> list[tuple[int, int, int, float, float, int]]:
+    """(pools, teams, resources, median seconds, median CPU seconds, input bytes per resource) per size.
 
     The sizes take turns: each of the ``repeat`` rounds plans every size once, smallest first, so that a slow
     spell of a shared machine (these cores drift 10-25 % over minutes) falls on every size alike instead of on
@@ -71,6 +74,7 @@ def run(cloud: str, repeat: int) -> list[tuple[int, int, int, float, float]]:
         seconds: dict[str, list[float]] = {stack: [] for stack in paths}
         cpu: dict[str, list[float]] = {stack: [] for stack in paths}
         resources: dict[str, int] = {}
+        input_bytes: dict[str, int] = {}
         for _ in range(repeat):
             for stack, path in paths.items():
                 started, started_cpu = time.perf_counter(), time.process_time()
@@ -80,12 +84,15 @@ def run(cloud: str, repeat: int) -> list[tuple[int, int, int, float, float]]:
                 if result.errors:
                     sys.exit(f"{stack}: invalid manifests: {result.errors[0]}")
                 resources[stack] = len(result.recording)
+                if stack not in input_bytes:  # after the clock stopped
+                    input_bytes[stack] = sum(len(json.dumps(r.inputs, default=str)) for r in result.recording)
                 del result  # freed here, not inside the next size's measurement
-    return [(pools, teams, resources[stack], statistics.median(seconds[stack]), statistics.median(cpu[stack]))
+    return [(pools, teams, resources[stack], statistics.median(seconds[stack]), statistics.median(cpu[stack]),
+             input_bytes[stack] // resources[stack])
             for (pools, teams), stack in zip(SIZES, paths, strict=True)]
 
 
-def verdict(rows: list[tuple[int, int, int, float, float]], cpu: bool = False) -> tuple[float, float, bool, bool]:
+def verdict(rows: list[tuple[int, int, int, float, float, int]], cpu: bool = False) -> tuple[float, float, bool, bool]:
     """(spread of the cost per resource, seconds of the largest plan, spread met, largest met), in wall seconds or
     (``cpu``) CPU seconds."""
     column = 4 if cpu else 3
@@ -104,10 +111,10 @@ def main() -> int:
     rows = run(args.cloud, args.repeat)
     print(f"{args.cloud}, median of {args.repeat} run(s) per size")
     print(f"{'pools':>5} {'teams':>5} {'resources':>9} {'seconds':>8} {'ms/resource':>11} {'cpu s':>7} "
-          f"{'cpu ms/res':>10}")
-    for pools, teams, resources, seconds, cpu in rows:
+          f"{'cpu ms/res':>10} {'input B/res':>11}")
+    for pools, teams, resources, seconds, cpu, size in rows:
         print(f"{pools:>5} {teams:>5} {resources:>9} {seconds:>8.2f} {1000 * seconds / resources:>11.3f} {cpu:>7.2f} "
-              f"{1000 * cpu / resources:>10.3f}")
+              f"{1000 * cpu / resources:>10.3f} {size:>11}")
     spread, largest, spread_met, largest_met = verdict(rows)
     print(f"cost per resource spread: {100 * spread:.1f}% (target <= {100 * SPREAD_TARGET:.0f}%: "
           f"{'met' if spread_met else 'missed'}); largest plan: {largest:.2f} s (target < {LARGEST_TARGET_S:g} s: "
