@@ -109,7 +109,7 @@ def main() -> int:
     args = parser.parse_args()
     plan.plan_stack("warm-up", _warm_up_file(args.cloud))  # imports and schema caches out of the measurement
     rows = run(args.cloud, args.repeat)
-    print(f"{args.cloud}, median of {args.repeat} run(s) per size")
+    print(f"{args.cloud}, median of {args.repeat} round(s) per size")
     print(f"{'pools':>5} {'teams':>5} {'resources':>9} {'seconds':>8} {'ms/resource':>11} {'cpu s':>7} "
           f"{'cpu ms/res':>10} {'input B/res':>11}")
     for pools, teams, resources, seconds, cpu, size in rows:
