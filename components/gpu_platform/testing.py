@@ -678,16 +678,29 @@ _SDK_DESERIALIZE_PROPERTIES = rpc.deserialize_properties
 
 
 @contextlib.contextmanager
+def _swapped(owner: Any, name: str, replacement: Any):
+    """Inside, ``owner.<name>`` is ``replacement``; on leaving, what it was. Where ``owner`` has no such attribute
+    (an SDK that renamed or dropped it), nothing is replaced: every shortcut of this harness is an optimisation,
+    and the SDK's own code stays right without it."""
+    real = getattr(owner, name, None)
+    if real is None:
+        yield
+        return
+    setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+@contextlib.contextmanager
 def plain_wire_form():
     """Inside, `rpc.deserialize_properties` reads plain data with `_from_struct` (the SDK's reader walks every
     value through several generic checks: a fifth of a large plan, twice per registration) and understands the
     `_PlainState` answers of `RecordingMonitor`. Same answers: anything not plain goes to the SDK's reader. Only
     the mock harness uses this; a real ``pulumi up`` never runs through it."""
-    rpc.deserialize_properties = _deserialize_properties
-    try:
+    with _swapped(rpc, "deserialize_properties", _deserialize_properties):
         yield
-    finally:
-        rpc.deserialize_properties = _SDK_DESERIALIZE_PROPERTIES
 
 
 def _loop_runs_here() -> bool:
@@ -834,15 +847,8 @@ def without_source_positions():
     them, so under the mocks that walk is pure cost (about a fifth of a large plan). Only the mock harness uses
     this; a real ``pulumi up`` never runs through it. If the SDK no longer has the hook, nothing changes.
     """
-    real = getattr(resource_runtime, "_get_stack_trace", None)
-    if real is None:
+    with _swapped(resource_runtime, "_get_stack_trace", source_pb2.StackTrace):  # empty: no frames, no position
         yield
-        return
-    resource_runtime._get_stack_trace = source_pb2.StackTrace  # an empty trace: no frames, no position
-    try:
-        yield
-    finally:
-        resource_runtime._get_stack_trace = real
 
 
 def _contains_unknowns(val: Any, seen_ids: Optional[set[int]] = None) -> bool:
@@ -886,15 +892,8 @@ def without_cyclic_garbage():
     Only the mock harness uses this; a real ``pulumi up`` never runs through it. If the SDK no longer has the
     function, nothing changes.
     """
-    real = getattr(rpc, "contains_unknowns", None)
-    if real is None:
+    with _swapped(rpc, "contains_unknowns", _contains_unknowns):
         yield
-        return
-    rpc.contains_unknowns = _contains_unknowns
-    try:
-        yield
-    finally:
-        rpc.contains_unknowns = real
 
 
 def _reachable(from_resource: Any, to_resource: Any) -> bool:
@@ -991,11 +990,8 @@ def plain_serialization():
     """Inside, `rpc.serialize_property` (the SDK's step for every value of every input, one coroutine each, a
     sixth of a large plan) serializes plain data without coroutines (`_serialize_property`: same answers). Only
     the mock harness uses this; a real ``pulumi up`` never runs through it."""
-    rpc.serialize_property = _serialize_property
-    try:
+    with _swapped(rpc, "serialize_property", _serialize_property):
         yield
-    finally:
-        rpc.serialize_property = _SDK_SERIALIZE_PROPERTY
 
 
 _SDK_OUTPUT_TRACK = pulumi.Output.__dict__.get("_track")
@@ -1009,9 +1005,7 @@ def outputs_tracked_directly():
     per Output (a large plan makes about 80,000 of them: a twelfth of its time). The set and lock are the ones
     the run's settings hold (read after `pulumi.runtime.set_mocks`), so the SDK's own waits see the same
     entries. Only the mock harness uses this; a real ``pulumi up`` never runs through it."""
-    output_class = pulumi.Output
-    real = output_class.__dict__.get("_track")
-    if real is not _SDK_OUTPUT_TRACK:  # not the SDK's own (gone, or someone else's): left as it is
+    if pulumi.Output.__dict__.get("_track") is not _SDK_OUTPUT_TRACK:  # gone, or someone else's: left as it is
         yield
         return
     outputs, lock = settings.SETTINGS.outputs, settings.SETTINGS.lock
@@ -1027,11 +1021,8 @@ def outputs_tracked_directly():
             outputs.add(self._data)
         self._data.add_done_callback(cleanup)
 
-    output_class._track = track
-    try:
+    with _swapped(pulumi.Output, "_track", track):
         yield
-    finally:
-        output_class._track = real
 
 
 @contextlib.contextmanager
@@ -1039,15 +1030,11 @@ def direct_dependency_walk():
     """Inside, the SDK's cycle check walks dependencies with `_reachable` (same answers). Only the mock harness
     uses this; a real ``pulumi up`` never runs through it. If the SDK no longer has the function, nothing
     changes."""
-    real = getattr(resource_cycle_breaker, "_reachable", None)
-    if real is None or not hasattr(resource_cycle_breaker, "_deps"):
+    if not hasattr(resource_cycle_breaker, "_deps"):  # `_reachable` walks it: an SDK without it is left alone
         yield
         return
-    resource_cycle_breaker._reachable = _reachable
-    try:
+    with _swapped(resource_cycle_breaker, "_reachable", _reachable):
         yield
-    finally:
-        resource_cycle_breaker._reachable = real
 
 
 def _remembered(unwrap: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -1073,15 +1060,12 @@ def remembered_type_unwrapping():
     functions of an annotation, asked for every property of every input and output it converts, a twentieth of
     a large plan) answer each annotation once per run. Only the mock harness uses this; a real ``pulumi up``
     never runs through it. If the SDK no longer has them, nothing changes."""
-    names = [n for n in ("unwrap_type", "unwrap_optional_type") if callable(getattr(pulumi_types, n, None))]
-    real = {n: getattr(pulumi_types, n) for n in names}
-    for name in names:
-        setattr(pulumi_types, name, _remembered(real[name]))
-    try:
+    with contextlib.ExitStack() as swaps:
+        for name in ("unwrap_type", "unwrap_optional_type"):
+            real = getattr(pulumi_types, name, None)
+            if callable(real):
+                swaps.enter_context(_swapped(pulumi_types, name, _remembered(real)))
         yield
-    finally:
-        for name in names:
-            setattr(pulumi_types, name, real[name])
 
 
 class _AliasUrn(pulumi.Output):
@@ -1136,11 +1120,8 @@ def aliases_on_demand():
             return _AliasUrn(lambda: real(alias, name, type_, parent))
         return real(alias, name, type_, parent)
 
-    pulumi_resource.collapse_alias_to_urn = collapse_on_demand
-    try:
+    with _swapped(pulumi_resource, "collapse_alias_to_urn", collapse_on_demand):
         yield
-    finally:
-        pulumi_resource.collapse_alias_to_urn = real
 
 
 @contextlib.contextmanager
