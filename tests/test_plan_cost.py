@@ -243,16 +243,21 @@ def test_the_plain_reader_is_the_sdks_only_while_a_program_runs():
     assert rpc.deserialize_properties is testing._SDK_DESERIALIZE_PROPERTIES
 
 
-def test_a_plan_is_the_same_with_and_without_the_plain_wire_form(monkeypatch):
-    """Every registration's inputs, parent, dependencies and options, and the exports, of a reference stack."""
+@pytest.mark.parametrize(("shortcut", "stack"), [
+    ("plain_wire_form", "aws-dev"), ("plain_serialization", "aws-dev"), ("outputs_tracked_directly", "aws-dev"),
+    ("aliases_on_demand", "azure-dev"),  # azure-native resources carry about 150 aliases each
+])
+def test_a_plan_is_the_same_with_and_without_a_shortcut_of_the_harness(monkeypatch, shortcut, stack):
+    """Every registration's inputs, parent, dependencies and options, the exports and the manifests of a reference
+    stack, planned with the shortcut and then without it."""
     from pathlib import Path
 
     from gpu_platform import plan
 
-    stack = Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.aws-dev.yaml"
-    fast = plan.plan_stack("aws-dev", stack)
-    monkeypatch.setattr(testing, "plain_wire_form", contextlib.nullcontext)
-    slow = plan.plan_stack("aws-dev", stack)
+    path = Path(__file__).resolve().parents[1] / "stacks" / f"Pulumi.{stack}.yaml"
+    fast = plan.plan_stack(stack, path)
+    monkeypatch.setattr(testing, shortcut, contextlib.nullcontext)
+    slow = plan.plan_stack(stack, path)
     assert [vars(r) for r in fast.recording] == [vars(r) for r in slow.recording]
     assert fast.recording.exports == slow.recording.exports
     assert fast.manifests == slow.manifests
@@ -414,19 +419,6 @@ def test_an_alias_that_could_fail_is_built_at_once():
         assert [type(a) for a in cm._aliases] == [pulumi.Output, pulumi.Output]
 
     testing.run_program(program)
-
-
-def test_an_azure_plan_is_the_same_with_aliases_on_demand(monkeypatch):
-    from pathlib import Path
-
-    from gpu_platform import plan
-
-    stack = Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.azure-dev.yaml"
-    fast = plan.plan_stack("azure-dev", stack)
-    monkeypatch.setattr(testing, "aliases_on_demand", contextlib.nullcontext)
-    slow = plan.plan_stack("azure-dev", stack)
-    assert [vars(r) for r in fast.recording] == [vars(r) for r in slow.recording]
-    assert fast.recording.exports == slow.recording.exports
 
 
 def _sdk_and_plain(value, typ=None, transformer=None):
