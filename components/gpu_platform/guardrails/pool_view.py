@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .. import catalog, labels
+from ..labels import Taint
 from .props import get, items, string_map
 
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -40,17 +41,10 @@ _CLOUD_OF = {EKS_NODE_GROUP: "aws", GKE_NODE_POOL: "gcp", AKS_AGENT_POOL: "azure
 ACCELERATOR_TAINT_KEYS = tuple(sorted({vendor.taint.key for vendor in catalog.VENDORS.values()}))
 """The taint keys of accelerator pools (``nvidia.com/gpu``, ``amd.com/gpu``, ``aws.amazon.com/neuron``,
 ``google.com/tpu``): each vendor's resource name, which its device plugin and charts tolerate."""
-_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+_EFFECTS = {enum: effect for effect, enum in labels.EFFECT_TO_API_ENUM.items()}
+"""The cloud API enum spelling of a taint effect (EKS, GKE: ``NO_SCHEDULE``) to Kubernetes' (``NoSchedule``)."""
 _REGISTER_WITH_TAINTS = re.compile(r"--register-with-taints[= ]([^\s'\"]+)")
 _INSTANCE_TYPE_KEYS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-    """Kubernetes' spelling (``NoSchedule``), whatever the cloud's API enum."""
 
 
 @dataclass(frozen=True)
