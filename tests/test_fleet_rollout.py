@@ -6,15 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+from fleet_fakes import T0, Clock, FakeDriver
 
 from gpu_platform.fleet import rollout, state
 from gpu_platform.fleet.fleet_file import Fleet, FleetError, FleetStack, VerifySettings, Wave
-from gpu_platform.fleet.rollout import PlannedStep, StepFailed
+from gpu_platform.fleet.rollout import PlannedStep
 from gpu_platform.fleet.state import Bake, RolloutState, StackRecord, Stop
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-T0 = 1_800_000_000.0
 
 
 def member(name: str) -> FleetStack:
@@ -27,50 +27,6 @@ def make_fleet(bake_s: float = 1800.0, canary_gates=("preview", "verify"), rest_
         Wave("canary", (member("existing"),), False, bake_s, canary_gates, VerifySettings(("inference",), 60.0)),
         Wave("rest", (member("aws-dev"), member("gcp-dev")), rest_disruption, 600.0),
     ))
-
-
-class Clock:
-    """Wall-clock seconds that only a sleep moves."""
-
-    def __init__(self, now: float = T0):
-        self.now = now
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-class FakeDriver:
-    """Records (seconds since T0, step, stack); fails where told; previews what it is told."""
-
-    def __init__(self, clock: Clock, fail=None, previews=None):
-        self.clock, self.fail, self.previews = clock, dict(fail or {}), dict(previews or {})
-        self.events: list[tuple[float, str, str]] = []
-        self.updates = 0
-
-    def _step(self, step: str, m: FleetStack) -> None:
-        self.events.append((self.clock() - T0, step, m.stack))
-        if (m.stack, step) in self.fail:
-            raise StepFailed(step, self.fail[(m.stack, step)])
-
-    def select(self, m):
-        self._step("select", m)
-
-    def refresh(self, m):
-        self._step("refresh", m)
-
-    def preview(self, m):
-        self._step("preview", m)
-        return self.previews.get(m.stack, [])
-
-    def up(self, m):
-        self._step("up", m)
-        self.updates += 1
-        return 40 + self.updates
 
 
 def fake_verify(driver: FakeDriver, codes=None):

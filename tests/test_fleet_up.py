@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fleet_fakes import Clock, FakeDriver
 from pulumi import automation as auto
 from pulumi.automation import errors
 
@@ -174,42 +175,6 @@ def test_a_stack_that_cannot_be_selected(error, reason):
 # ------------------------------------------------------------------------------------------------- the command
 
 
-class Clock:
-    def __init__(self):
-        self.now, self.sleeps = 1_800_000_000.0, []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-class FakeDriver:
-    def __init__(self, fail=None):
-        self.fail, self.calls = dict(fail or {}), []
-
-    def _step(self, step, m):
-        self.calls.append((step, m.stack))
-        if (m.stack, step) in self.fail:
-            raise StepFailed(step, self.fail[(m.stack, step)])
-
-    def select(self, m):
-        self._step("select", m)
-
-    def refresh(self, m):
-        self._step("refresh", m)
-
-    def preview(self, m):
-        self._step("preview", m)
-        return []
-
-    def up(self, m):
-        self._step("up", m)
-        return 5
-
-
 def up(argv: list[str], driver, verify_codes=None, clock=None):
     args = cli.build_parser().parse_args(["fleet", "up", *argv])
     verified: list[tuple[str, VerifySettings]] = []
@@ -233,7 +198,7 @@ def test_fleet_up_stops_at_the_failed_canary_and_resume_finishes(tmp_path, capsy
     release = load_fleet(EXAMPLE).release
     assert json.loads(state_file.read_text()) == {
         "format": 1, "fleet": "reference", "release": release, "waves": [["existing"], ["aws-dev", "gcp-dev"]],
-        "stacks": {"existing": {"release": release, "passed": False, "update": 5}},
+        "stacks": {"existing": {"release": release, "passed": False, "update": 41}},
         "stopped": {"wave": "canary", "stack": "existing", "step": "verify",
                     "reason": "gpu-platform verify exited 1: a check failed"},
         "bake": None, "complete": False}
@@ -262,7 +227,8 @@ def test_fleet_up_stops_at_the_failed_canary_and_resume_finishes(tmp_path, capsy
     assert sum(clock.sleeps) == 1800.0
     final = state.load(state_file)
     assert final == RolloutState("reference", release, (("existing",), ("aws-dev", "gcp-dev")),
-                                 {s: StackRecord(release, True, 5) for s in ("existing", "aws-dev", "gcp-dev")},
+                                 {"existing": StackRecord(release, True, 41), "aws-dev": StackRecord(release, True, 42),
+                                  "gcp-dev": StackRecord(release, True, 43)},
                                  None, None, True)
     assert capsys.readouterr().out.splitlines()[-1] == f"complete: every stack is on release {release}"
 
