@@ -23,7 +23,6 @@ week (168 GPU-h); a follower replica's duplicate and a CPU series must not count
 """
 
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -31,6 +30,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+
+from gpu_platform.optimizer.local_prometheus import free_port, terminate
 
 START = int(datetime(2026, 1, 5, tzinfo=timezone.utc).timestamp())
 END = START + 7 * 86400
@@ -129,12 +130,6 @@ def openmetrics() -> Iterator[str]:
     yield "# EOF\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class BackfilledPrometheus:
     """A Prometheus on 127.0.0.1 serving a TSDB directory; `add_blocks` backfills more and restarts it."""
 
@@ -175,7 +170,7 @@ class BackfilledPrometheus:
         config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n", encoding="utf-8")
         deadline = time.monotonic() + timeout_seconds
         for _attempt in range(3):  # the port free_port found may be taken before Prometheus binds it
-            port = _free_port()
+            port = free_port()
             self.url = f"http://127.0.0.1:{port}"
             self.process = subprocess.Popen(
                 [self.binary, f"--config.file={config}", f"--storage.tsdb.path={self.data}",
@@ -196,12 +191,7 @@ class BackfilledPrometheus:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+            terminate(self.process)
             self.process = None
 
     def close(self) -> None:

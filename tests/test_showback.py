@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -222,20 +223,22 @@ def serve(status: int):
     return server
 
 
-@pytest.fixture
-def not_prometheus():
-    server = serve(200)
+def served_url(status: int) -> Iterator[str]:
+    """The URL of a `serve` server answering ``status``, shut down after the test."""
+    server = serve(status)
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def not_prometheus():
+    yield from served_url(200)
 
 
 @pytest.fixture
 def failing_prometheus():
-    server = serve(503)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    yield from served_url(503)
 
 
 def test_an_answer_that_is_not_json_is_one_line_and_exit_2(not_prometheus, capsys):

@@ -2,7 +2,6 @@
 training program itself, run with torchrun on CPU."""
 
 import os
-import socket
 import subprocess
 import sys
 
@@ -11,6 +10,7 @@ import pytest
 from gpu_platform import labels, versions
 from gpu_platform.errors import ConfigError
 from gpu_platform.labels import Taint
+from gpu_platform.optimizer.local_prometheus import free_port
 from gpu_platform.plan import render_manifests
 from gpu_platform.pools import GpuPool, Sharing
 from gpu_platform.schemas import validate_manifest
@@ -167,12 +167,6 @@ def test_no_gpu_quota_is_refused():
     with pytest.raises(ConfigError) as err:
         build(gpu_quota=0)
     assert str(err.value) == "TrainingWorkload training: gpu_quota: must be >= 1, got 0"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_training_program_runs_distributed_and_resumes(tmp_path):

@@ -83,9 +83,21 @@ def amd_exposition(series: list["AmdGpuSeries"]) -> str:
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (a server that must be told its port may still lose it to
+    another process: callers retry)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def terminate(process: subprocess.Popen) -> None:
+    """Stop ``process``: SIGTERM, then SIGKILL if it has not exited within 15 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
 
 
 class _Exporter(ThreadingHTTPServer):
@@ -187,12 +199,7 @@ class LocalPrometheus:
 
     def stop(self) -> None:
         if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=5)
+            terminate(self._process)
             self._process = None
         self.exporter.shutdown()
         self.exporter.server_close()
